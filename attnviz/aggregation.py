@@ -1,0 +1,188 @@
+"""Attention-weighted aggregation: weighted[b, h] = sum over t of att_scores[b, t] * net_output[b, t, h].
+
+One entry point, ``weighted_sum``, over interchangeable implementations named in ``METHODS``. Every
+check here looks at shapes, dtypes and devices only (O(1)): values are never scanned, so the fast
+paths stay fast. Checking for NaN or inf belongs to the UI.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from torch import Tensor
+
+from attnviz.errors import AttnvizError
+
+NORMALIZE = (None, "softmax")
+
+
+def _shape(t: object) -> str:
+    return str(tuple(t.shape)) if isinstance(t, Tensor) else type(t).__name__
+
+
+def weighted_sum_broadcast(x: Tensor, w: Tensor) -> Tensor:
+    """x: (B, T, H), w: (B, T) -> (B, H). The one-liner."""
+    return (x * w[..., None]).sum(dim=1)  # (B,T,H) * (B,T,1) -> (B,T,H) -> sum over T -> (B,H)
+
+
+def weighted_sum_einsum(x: Tensor, w: Tensor) -> Tensor:
+    """x: (B, T, H), w: (B, T) -> (B, H). Name the axes; the repeated t is summed."""
+    return torch.einsum("bth,bt->bh", x, w)  # (B,H)
+
+
+def weighted_sum_bmm(x: Tensor, w: Tensor) -> Tensor:
+    """x: (B, T, H), w: (B, T) -> (B, H). Each sentence is a (1, T) @ (T, H) product."""
+    return torch.bmm(w[:, None, :], x)[:, 0, :]  # (B,1,T) @ (B,T,H) -> (B,1,H) -> (B,H)
+
+
+def weighted_sum_loop(x: Tensor, w: Tensor) -> Tensor:
+    """x: (B, T, H), w: (B, T) -> (B, H). Plain Python loops: the readable reference."""
+    b_size, t_size, h_size = x.shape
+    out = torch.zeros(b_size, h_size, dtype=x.dtype, device=x.device)  # (B,H)
+    for b in range(b_size):
+        for t in range(t_size):
+            out[b] += w[b, t] * x[b, t]  # (H,) += scalar * (H,)
+    return out
+
+
+METHODS: dict[str, Callable[[Tensor, Tensor], Tensor]] = {
+    "broadcast": weighted_sum_broadcast,
+    "einsum": weighted_sum_einsum,
+    "bmm": weighted_sum_bmm,
+    "loop": weighted_sum_loop,
+}
+
+
+def check_inputs(net_output: object, att_scores: object, mask: object = None) -> None:
+    """Raise AttnvizError unless net_output (B, T, H) and att_scores (B, T) fit together.
+
+    O(1): looks at types, shapes, dtypes and devices, never at values.
+    """
+    both = f"net_output is {_shape(net_output)} and att_scores is {_shape(att_scores)}"
+    for name, t in (("net_output", net_output), ("att_scores", att_scores)):
+        if not isinstance(t, Tensor):
+            raise AttnvizError(
+                f"{name} must be a torch.Tensor, got {type(t).__name__} ({both}). "
+                f"Convert it with torch.tensor(...) or torch.as_tensor(...)."
+            )
+    if net_output.ndim != 3:
+        raise AttnvizError(
+            f"net_output must have 3 axes (sentence B, word T, hidden H), but {both}. "
+            f"Reshape it to (B, T, H); a single sentence needs a leading axis: net_output[None]."
+        )
+    if att_scores.ndim != 2:
+        hint = (
+            " It looks like the trailing axis is already there: pass att_scores[..., 0] and let "
+            "weighted_sum add [..., None] itself."
+            if att_scores.ndim == 3 and att_scores.shape[-1] == 1
+            else " Give one weight per word: shape (B, T)."
+        )
+        raise AttnvizError(f"att_scores must have 2 axes (sentence B, word T), but {both}.{hint}")
+    (b, t, _), (bw, tw) = net_output.shape, att_scores.shape
+    if (b, t) != (bw, tw):
+        if (bw, tw) == (t, b) and b != t:
+            fix = "att_scores looks transposed: use att_scores.T."
+        elif b != bw:
+            fix = f"both need the same number of sentences B (here {b} vs {bw})."
+        else:
+            fix = f"both need the same number of words T (here {t} vs {tw})."
+        raise AttnvizError(
+            f"att_scores {tuple(att_scores.shape)} does not fit net_output {tuple(net_output.shape)}: "
+            f"att_scores must be (B, T) = {(b, t)}; {fix}"
+        )
+    if net_output.device != att_scores.device:
+        raise AttnvizError(
+            f"net_output {tuple(net_output.shape)} is on {net_output.device} but att_scores "
+            f"{tuple(att_scores.shape)} is on {att_scores.device}. Move both to one device, "
+            f"e.g. att_scores.to(net_output.device)."
+        )
+    for name, tensor in (("net_output", net_output), ("att_scores", att_scores)):
+        if not tensor.is_floating_point():
+            raise AttnvizError(
+                f"{name} must hold floating-point numbers, but it is {tensor.dtype} ({both}). "
+                f"Convert it with {name}.float()."
+            )
+    if mask is None:
+        return
+    if not isinstance(mask, Tensor):
+        raise AttnvizError(f"mask must be a torch.Tensor of bools, got {type(mask).__name__}.")
+    if mask.dtype != torch.bool:
+        raise AttnvizError(
+            f"mask {tuple(mask.shape)} must be bool (True = a real word, False = padding), "
+            f"got {mask.dtype}. Convert it with mask.bool()."
+        )
+    if tuple(mask.shape) != (b, t):
+        raise AttnvizError(
+            f"mask {tuple(mask.shape)} must have the shape of att_scores {(b, t)} "
+            f"(net_output is {tuple(net_output.shape)}): one True/False per word."
+        )
+    if mask.device != net_output.device:
+        raise AttnvizError(
+            f"mask is on {mask.device} but net_output {tuple(net_output.shape)} is on "
+            f"{net_output.device}. Move it: mask.to(net_output.device)."
+        )
+
+
+def attention_weights(
+    att_scores: Tensor, *, mask: Tensor | None = None, normalize: str | None = None
+) -> Tensor:
+    """att_scores (B, T) -> the weights actually applied (B, T).
+
+    normalize="softmax" softmaxes over words (dim=1); masked words (mask False) get weight 0, and a
+    sentence whose words are all masked gets all-zero weights, never NaN.
+    """
+    if normalize not in NORMALIZE:
+        raise AttnvizError(
+            f"normalize must be None or 'softmax', got {normalize!r} "
+            f"(att_scores is {tuple(att_scores.shape)})."
+        )
+    w = att_scores
+    if normalize == "softmax":
+        if mask is not None:
+            w = w.masked_fill(~mask, float("-inf"))  # (B,T), padding can't take weight
+        w = w.softmax(dim=1)  # (B,T), rows sum to 1 (NaN where a whole row is masked)
+    if mask is not None:
+        w = torch.where(mask, w, torch.zeros((), dtype=w.dtype, device=w.device))  # (B,T)
+    return w
+
+
+def weighted_sum(
+    net_output: Tensor,
+    att_scores: Tensor,
+    *,
+    method: str = "broadcast",
+    mask: Tensor | None = None,
+    normalize: str | None = None,
+) -> Tensor:
+    """net_output (B, T, H), att_scores (B, T) -> weighted (B, H).
+
+    weighted[b, h] = sum_t w[b, t] * net_output[b, t, h], where w is att_scores, softmaxed over words
+    if normalize="softmax", and zero where mask (B, T) is False. The result has the promoted dtype
+    of the inputs and lives on their device. method is one of METHODS.
+    """
+    if method not in METHODS:
+        raise AttnvizError(
+            f"Unknown method {method!r}; choose one of {', '.join(repr(m) for m in METHODS)} "
+            f"(net_output is {_shape(net_output)}, att_scores is {_shape(att_scores)})."
+        )
+    check_inputs(net_output, att_scores, mask)
+    w = attention_weights(att_scores, mask=mask, normalize=normalize)  # (B,T)
+    dtype = torch.promote_types(net_output.dtype, w.dtype)
+    return METHODS[method](net_output.to(dtype), w.to(dtype))  # (B,H)
+
+
+def reference(
+    net_output: Tensor,
+    att_scores: Tensor,
+    *,
+    mask: Tensor | None = None,
+    normalize: str | None = None,
+) -> Tensor:
+    """The float64 oracle every method is tested against: (B, T, H), (B, T) -> (B, H) float64."""
+    check_inputs(net_output, att_scores, mask)
+    x = net_output.detach().to("cpu", torch.float64)  # (B,T,H)
+    s = att_scores.detach().to("cpu", torch.float64)  # (B,T)
+    m = None if mask is None else mask.to("cpu")
+    w = attention_weights(s, mask=m, normalize=normalize)  # (B,T)
+    return (x * w[..., None]).sum(dim=1)  # (B,H)
