@@ -1,0 +1,52 @@
+"""Plotly figures for attnviz: every builder returns a ``plotly.graph_objects.Figure``.
+
+Every figure carries a plain-text description for screen readers (and for tests) in
+``fig.layout.meta["description"]``; ``description(fig)`` reads it and ``figure_html(fig)`` writes it
+beside the figure in a self-contained HTML page (plotly.js inlined: nothing comes from a CDN).
+
+Conventions: numbers in every cell; one colour-blind-safe diverging scale (blue negative, white
+zero, orange positive) centred at zero; ``shared_zrange(steps)`` gives one colour range for all the
+figures of a story so colours compare between steps; cells that exist only by broadcasting
+(stride 0) carry the glyph ↔ and a dotted border, and an annotation names the stretched axis;
+axes are labelled sentence / word / hidden; fonts are large enough for a projector.
+
+Builders: ``tensor_figure``, ``step_figure``, ``story_figures``, ``alignment_figure``,
+``provenance_figure``, ``mistake_figure``, ``mistakes_figure``, ``gradient_figure``,
+``view_copy_figure``. Helpers: ``shared_zrange``, ``description``, ``figure_html``.
+"""
+
+from attnviz.figures.broadcast import (
+    alignment_figure,
+    gradient_figure,
+    mistake_figure,
+    mistakes_figure,
+    provenance_figure,
+    step_figure,
+    story_figures,
+    view_copy_figure,
+)
+from attnviz.figures.heatmap import (
+    COLORSCALE,
+    STRETCH_GLYPH,
+    description,
+    figure_html,
+    shared_zrange,
+    tensor_figure,
+)
+
+__all__ = [
+    "COLORSCALE",
+    "STRETCH_GLYPH",
+    "alignment_figure",
+    "description",
+    "figure_html",
+    "gradient_figure",
+    "mistake_figure",
+    "mistakes_figure",
+    "provenance_figure",
+    "shared_zrange",
+    "step_figure",
+    "story_figures",
+    "tensor_figure",
+    "view_copy_figure",
+]

@@ -1,0 +1,597 @@
+"""Figures for the broadcast story: steps, the shape alignment, provenance, mistakes, gradients,
+and view vs copy. Each takes the data from ``attnviz.trace`` and returns a ``go.Figure`` whose
+plain-text description is in ``fig.layout.meta["description"]``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from attnviz.figures.heatmap import (
+    CELL_FONT_SIZE,
+    FONT_SIZE,
+    STRETCH_GLYPH,
+    base_layout,
+    describe,
+    fmt,
+    heatmap_trace,
+    range_text,
+    shared_zrange,
+    tensor_figure,
+    to_numpy,
+)
+from attnviz.trace import (
+    CLASH,
+    EQUAL,
+    STRETCHED,
+    Alignment,
+    Gradients,
+    Mistake,
+    Provenance,
+    Step,
+    ViewCopy,
+)
+
+# Categorical fills for the alignment diagram (the glyphs carry the meaning too, not colour alone).
+_FILL = {
+    "size": "#ffffff",
+    EQUAL: "#d9e7f5",  # light blue
+    STRETCHED: "#fdd49e",  # light orange
+    CLASH: "#4d4d4d",  # dark grey, white text
+    "missing": "#f0f0f0",
+}
+_GLYPH = {EQUAL: "=", STRETCHED: STRETCH_GLYPH, CLASH: "✗"}
+_OUTCOME_SYMBOL = {"right": "✓", "error": "✗", "wrong shape": "✗", "silently wrong": "⚠"}
+
+
+def step_figure(step: Step, *, zrange: tuple[float, float] | None = None) -> go.Figure:
+    """The figure of one step: the alignment diagram for "align", else a heatmap of its value.
+
+    zrange: a shared colour range for the story (see ``shared_zrange``). The subtitle gives the
+    code, the shape and, where they matter, the strides and the memory the step uses.
+    """
+    if step.alignment is not None or step.value is None:
+        assert step.alignment is not None
+        fig = alignment_figure(step.alignment, title=f"{step.title}", axis_names=step.axis_names)
+        return describe(fig, f"{step.explanation} " + fig.layout.meta["description"])
+    parts = [f"<b>{_html(step.code)}</b>", f"shape {step.shape}"]
+    if step.strides is not None:
+        parts.append(f"strides {step.strides}")
+    if step.view_of:
+        parts.append(f"a view of {step.view_of}: {step.new_bytes} new bytes")
+    elif step.new_bytes:
+        parts.append(f"{step.new_bytes} new bytes")
+    fig = tensor_figure(
+        step.value,
+        title=step.title,
+        subtitle=" · ".join(parts),
+        axis_names=step.axis_names or None,
+        zrange=zrange,
+        stretched=step.stretched,
+        name=step.key,
+    )
+    text = fig.layout.meta["description"]
+    extra = f" Code: {step.code}. Shape {step.shape}"
+    extra += f", strides {step.strides}." if step.strides is not None else "."
+    if step.checks:
+        extra += " " + " ".join(
+            f"{c.method}: {'agrees' if c.ok else 'DISAGREES'} (largest difference "
+            f"{c.max_abs_diff:.1e})."
+            for c in step.checks
+        )
+    return describe(fig, text + extra + " " + step.explanation)
+
+
+def story_figures(steps: Sequence[Step]) -> list[go.Figure]:
+    """step_figure for every step, with one colour range shared by all of them."""
+    zrange = shared_zrange(steps)
+    return [step_figure(s, zrange=zrange) for s in steps]
+
+
+def _html(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def alignment_figure(
+    alignment: Alignment,
+    *,
+    title: str | None = None,
+    axis_names: Sequence[str] = (),
+) -> go.Figure:
+    """The right-aligned shape comparison as a grid: one column per axis, rows for each shape, the
+    outcome (= equal, ↔ stretched from 1, ✗ clash) and the result size.
+
+    axis_names: optional names of the result's axes (e.g. sentence, word, hidden), right-aligned.
+    """
+    n = len(alignment.axes)
+    names = list(axis_names)[-n:] if axis_names else []
+    names = [""] * (n - len(names)) + names
+    col_labels = [
+        f"axis {m.axis}" + (f"<br>({nm})" if nm else "")
+        for m, nm in zip(alignment.axes, names, strict=True)
+    ]
+    row_labels = [alignment.name_a, alignment.name_b, "outcome", "result"]
+    fills: list[list[str]] = [[], [], [], []]
+    texts: list[list[str]] = [[], [], [], []]
+    for m in alignment.axes:
+        for r, (size, side) in enumerate(((m.size_a, "a"), (m.size_b, "b"))):
+            if size is None:
+                texts[r].append("–")
+                fills[r].append(_FILL["missing"])
+            elif m.stretched == side:
+                texts[r].append(f"{size} {STRETCH_GLYPH}")
+                fills[r].append(_FILL[STRETCHED])
+            elif m.outcome == CLASH:
+                texts[r].append(f"{size} ✗")
+                fills[r].append(_FILL[CLASH])
+            else:
+                texts[r].append(str(size))
+                fills[r].append(_FILL["size"])
+        if m.outcome == EQUAL:
+            texts[2].append("= equal")
+        elif m.outcome == STRETCHED:
+            was = 1 if (m.size_a if m.stretched == "a" else m.size_b) is not None else "–"
+            texts[2].append(f"{STRETCH_GLYPH} stretch {was}→{m.result}")
+        else:
+            texts[2].append("✗ clash")
+        fills[2].append(_FILL[m.outcome])
+        texts[3].append("✗" if m.result is None else str(m.result))
+        fills[3].append(_FILL[CLASH] if m.result is None else _FILL["size"])
+
+    fig = go.Figure()
+    for r in range(4):
+        for c in range(n):
+            dark = fills[r][c] == _FILL[CLASH]
+            fig.add_shape(
+                type="rect",
+                x0=c,
+                x1=c + 1,
+                y0=-r,
+                y1=-r - 1,
+                fillcolor=fills[r][c],
+                line={"color": "#333333", "width": 2, "dash": "dot" if r == 2 else "solid"},
+                layer="below",
+            )
+            fig.add_annotation(
+                x=c + 0.5,
+                y=-r - 0.5,
+                text=texts[r][c],
+                showarrow=False,
+                font={"size": CELL_FONT_SIZE + 3, "color": "white" if dark else "#111111"},
+            )
+    # invisible points give the axes their extent and hover text
+    fig.add_trace(
+        go.Scatter(
+            x=[c + 0.5 for c in range(n)],
+            y=[-0.5] * n,
+            mode="markers",
+            marker={"opacity": 0},
+            hovertext=[m.explanation for m in alignment.axes],
+            hoverinfo="text",
+            showlegend=False,
+        )
+    )
+    fig.update_xaxes(
+        range=[0, n],
+        tickmode="array",
+        tickvals=[c + 0.5 for c in range(n)],
+        ticktext=col_labels,
+        side="top",
+        showgrid=False,
+        zeroline=False,
+        fixedrange=True,
+    )
+    fig.update_yaxes(
+        range=[-4.05, 0.05],
+        tickmode="array",
+        tickvals=[-r - 0.5 for r in range(4)],
+        ticktext=row_labels,
+        showgrid=False,
+        zeroline=False,
+        fixedrange=True,
+    )
+    verdict = f"broadcast to {alignment.result}" if alignment.ok else "do not broadcast (✗ clash)"
+    base_layout(
+        fig,
+        title=title or "Shapes line up from the right",
+        subtitle=f"{alignment.shape_a} vs {alignment.shape_b}: {verdict}",
+        height=420,
+    )
+    fig.update_layout(margin={"l": 230, "t": 170, "b": 30})
+    lines = [alignment.explanation] + [m.explanation for m in alignment.axes]
+    text = (
+        f"Alignment diagram of {alignment.name_a} {alignment.shape_a} and {alignment.name_b} "
+        f"{alignment.shape_b}, right-aligned, one column per axis. " + " ".join(lines)
+    )
+    return describe(fig, text)
+
+
+def provenance_figure(prov: Provenance, *, zrange: tuple[float, float] | None = None) -> go.Figure:
+    """weighted[b, h] as a sum of products: rows weight, value, product; one column per word,
+    and a last column Σ with the total. The equation with the numbers is the subtitle."""
+    t = len(prov.terms)
+    weights = [term.weight for term in prov.terms]
+    values = [term.value for term in prov.terms]
+    products = [term.product for term in prov.terms]
+    nan = float("nan")
+    arr = np.array(
+        [weights + [nan], values + [nan], products + [prov.total]], dtype=np.float64
+    )  # (3, T+1)
+    if zrange is None:
+        zrange = shared_zrange([arr])
+    zmin, zmax = zrange
+    b, h = prov.b, prov.h
+    rows = [f"att_scores[{b}, t]", f"net_output[{b}, t, {h}]", "product"]
+    cols = [f"t = {i}" for i in range(t)] + ["Σ"]
+    trace = heatmap_trace(
+        arr,
+        zmin=zmin,
+        zmax=zmax,
+        x_name="word",
+        y_name="",
+        x_labels=cols,
+        y_labels=rows,
+        name="provenance",
+    )
+    text = [list(r) for r in trace.text]
+    text[0][t] = text[1][t] = ""
+    text[2][t] = f"<b>{fmt(prov.total, 4)}</b>"
+    for i in range(t):  # the × and = of each column
+        text[2][i] = f"= {text[2][i]}"
+    trace.text = text
+    fig = go.Figure(trace)
+    fig.update_yaxes(autorange="reversed", showgrid=False, zeroline=False)
+    fig.update_xaxes(side="top", showgrid=False, zeroline=False, title={"text": "word t"})
+    fig.update_traces(hovertemplate="%{y}, %{x}: %{z:.4f}<extra></extra>")
+    terms = prov.equation.split(" = ", 1)[1].rsplit(" = ", 1)[0].split(" + ")
+    chunks = [" + ".join(terms[i : i + 4]) for i in range(0, len(terms), 4)]
+    eq = f"weighted[{b}, {h}] = " + " +<br>   ".join(chunks) + f" = <b>{fmt(prov.total, 4)}</b>"
+    fig.add_annotation(
+        text=eq,
+        xref="paper",
+        yref="paper",
+        x=0,
+        y=0,
+        yshift=-30,
+        xanchor="left",
+        yanchor="top",
+        showarrow=False,
+        align="left",
+        font={"size": FONT_SIZE},
+    )
+    base_layout(fig, title=f"Where weighted[{b}, {h}] comes from", subtitle=prov.formula, height=400)
+    fig.update_layout(
+        height=390 + 28 * len(chunks),
+        margin={"l": 230, "t": 150, "b": 60 + 30 * len(chunks)},
+    )
+    desc = (
+        f"Provenance of weighted[{b}, {h}]: {prov.formula}. For each of the {t} words the figure "
+        f"shows the weight, the value and their product; the last column is their sum. "
+        f"{prov.equation}. The one-liner gives {fmt(prov.result, 4)}."
+    )
+    return describe(fig, desc)
+
+
+def _as_2d(value: np.ndarray, names: Sequence[str]) -> tuple[np.ndarray, tuple[str, str], str]:
+    """Squeeze size-1 axes so a result can be drawn flat; returns the note on what was dropped."""
+    names = list(names) if len(names) == value.ndim else [f"axis {i}" for i in range(value.ndim)]
+    note = ""
+    while value.ndim > 2:
+        ones = [i for i, s in enumerate(value.shape) if s == 1]
+        if not ones:
+            break
+        i = ones[0]
+        note = f" (drawn without its size-1 {names[i]} axis)"
+        value = value.reshape([s for j, s in enumerate(value.shape) if j != i])
+        names.pop(i)
+    if value.ndim == 1:
+        value, names = value[None, :], ["", names[0]]
+    return value, (names[0], names[1]), note
+
+
+def mistake_figure(mistake: Mistake, *, zrange: tuple[float, float] | None = None) -> go.Figure:
+    """One form beside the right answer: what the code gave (or torch's error) | the right result.
+
+    Cells where a silently wrong answer differs from the right one are marked ≠.
+    """
+    symbol = _OUTCOME_SYMBOL[mistake.outcome]
+    expected = to_numpy(mistake.expected)
+    got = None if mistake.value is None else to_numpy(mistake.value)
+    if zrange is None:
+        zrange = shared_zrange([a for a in (expected, got) if a is not None])
+    zmin, zmax = zrange
+    left_title = f"{symbol} this code: {mistake.outcome}"
+    fig = make_subplots(
+        rows=1,
+        cols=2,
+        subplot_titles=[left_title, f"✓ right: {_html(mistake.expected_code)}"],
+        horizontal_spacing=0.12,
+    )
+    if got is not None and got.ndim in (1, 2, 3):
+        arr, (y_name, x_name), note = _as_2d(got, mistake.axis_names)
+        mask = None
+        if mistake.silent and got.shape == expected.shape:
+            diff = ~np.isclose(got, expected, rtol=1e-5, atol=1e-6)
+            mask = diff.reshape(arr.shape) if diff.size == arr.size else None
+        trace = heatmap_trace(
+            arr, zmin=zmin, zmax=zmax, x_name=x_name, y_name=y_name or "row", name="got"
+        )
+        if mask is not None:
+            trace.text = [
+                [f"{s}<br>≠" if mask[i, j] else s for j, s in enumerate(row)]
+                for i, row in enumerate(trace.text)
+            ]
+        fig.add_trace(trace, row=1, col=1)
+        fig.update_xaxes(title={"text": x_name}, row=1, col=1)
+        fig.update_yaxes(title={"text": y_name}, autorange="reversed", row=1, col=1)
+        got_text = f"It ran and gave shape {mistake.shape}{note}; {range_text(got)}."
+    else:
+        message = mistake.error or "no tensor"
+        wrapped = "<br>".join(_wrap(f"RuntimeError: {message}", 38))
+        fig.add_annotation(
+            text=wrapped,
+            xref="x domain",
+            yref="y domain",
+            x=0.5,
+            y=0.5,
+            showarrow=False,
+            font={"size": FONT_SIZE - 1, "family": "DejaVu Sans Mono, monospace"},
+            bordercolor="#4d4d4d",
+            borderwidth=2,
+            borderpad=8,
+            bgcolor="#f0f0f0",
+            row=1,
+            col=1,
+        )
+        fig.update_xaxes(visible=False, row=1, col=1)
+        fig.update_yaxes(visible=False, row=1, col=1)
+        got_text = f"torch raised: {message}"
+    exp2, (ey, ex), _ = _as_2d(expected, ("sentence", "hidden"))
+    fig.add_trace(
+        heatmap_trace(
+            exp2, zmin=zmin, zmax=zmax, x_name=ex, y_name=ey, name="right", show_scale=False
+        ),
+        row=1,
+        col=2,
+    )
+    fig.update_xaxes(title={"text": ex}, row=1, col=2)
+    fig.update_yaxes(title={"text": ey}, autorange="reversed", row=1, col=2)
+    fig.update_xaxes(showgrid=False, zeroline=False, tickmode="linear", dtick=1)
+    fig.update_yaxes(showgrid=False, zeroline=False, tickmode="linear", dtick=1)
+    for annotation in fig.layout.annotations[:2]:
+        annotation.font = {"size": FONT_SIZE}
+    subtitle = f"<b>{_html(mistake.code)}</b> on inputs {mistake.input_shape}"
+    if mistake.variant:
+        subtitle += " (T == H variant)"
+    rows = max(exp2.shape[0], 1 if got is None else _as_2d(got, mistake.axis_names)[0].shape[0])
+    base_layout(fig, title=mistake.title, subtitle=subtitle, height=max(380, 250 + 60 * rows))
+    desc = (
+        f"{mistake.title}: {mistake.code} on net_output of shape {mistake.input_shape}. "
+        f"Outcome: {mistake.outcome}. {got_text} The right answer, {mistake.expected_code}, has "
+        f"shape {mistake.expected_shape}. {mistake.explanation}"
+    )
+    if mistake.silent:
+        desc += " No error was raised: the numbers are silently wrong (cells marked ≠ differ)."
+    if mistake.variant_note:
+        desc += " " + mistake.variant_note
+    return describe(fig, desc)
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    lines, line = [], ""
+    for word in _html(text).split():
+        if line and len(line) + 1 + len(word) > width:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}".strip()
+    if line:
+        lines.append(line)
+    return lines
+
+
+def mistakes_figure(items: Sequence[Mistake]) -> go.Figure:
+    """The gallery at a glance: a table of every form, its outcome, shapes and torch's message."""
+    code = [f"<b>{_html(m.code)}</b>" + (" (T == H variant)" if m.variant else "") for m in items]
+    outcome = [f"{_OUTCOME_SYMBOL[m.outcome]} {m.outcome}" for m in items]
+    shapes = [f"{'–' if m.shape is None else m.shape} (want {m.expected_shape})" for m in items]
+    errors = ["<br>".join(_wrap(m.error, 40)) if m.error else "no error raised" for m in items]
+    fills = ["#e6f2e6" if m.correct else "#fde0c5" if m.silent else "#eeeeee" for m in items]
+    fig = go.Figure(
+        go.Table(
+            columnwidth=[40, 14, 18, 28],
+            header={
+                "values": ["<b>code</b>", "<b>outcome</b>", "<b>shape</b>", "<b>torch says</b>"],
+                "font": {"size": FONT_SIZE},
+                "fill": {"color": "#d9d9d9"},
+                "align": "left",
+                "height": 36,
+            },
+            cells={
+                "values": [code, outcome, shapes, errors],
+                "font": {"size": FONT_SIZE - 3},
+                "fill": {"color": [fills] * 4},
+                "align": "left",
+                "height": 34,
+            },
+        )
+    )
+    base_layout(
+        fig,
+        title="Mistakes gallery",
+        subtitle="each form run live by torch: ✓ right · ✗ fails or wrong shape · ⚠ silently wrong",
+        height=200 + 70 * len(items),
+    )
+    fig.update_layout(margin={"l": 20, "r": 20})
+    lines = [
+        f"{m.code}{' (T == H variant, inputs ' + str(m.input_shape) + ')' if m.variant else ''}: "
+        f"{m.outcome}" + (f" (torch: {m.error})" if m.error else f", shape {m.shape}")
+        for m in items
+    ]
+    return describe(fig, "Mistakes gallery, a table of forms. " + "; ".join(lines) + ".")
+
+
+def gradient_figure(
+    grads: Gradients, *, part: str = "att_scores", zrange: tuple[float, float] | None = None
+) -> go.Figure:
+    """The backward pass. part="att_scores": upstream (B, H) | autograd's d/d att_scores (B, T) |
+    the formula Σ_h net_output · upstream. part="net_output": autograd's d/d net_output (B, T, H),
+    one panel per sentence, = att_scores[..., None] · upstream[:, None, :]."""
+    if part == "net_output":
+        ok = "matches" if grads.net_output_ok else "DOES NOT match"
+        fig = tensor_figure(
+            grads.net_output,
+            title="Gradient of net_output",
+            subtitle=(
+                f"autograd {ok} <b>{_html(grads.net_output_code)}</b> (largest difference "
+                f"{grads.net_output_max_abs_diff:.1e})"
+            ),
+            zrange=zrange or shared_zrange([grads.net_output, grads.upstream]),
+            name="grad net_output",
+        )
+        text = (
+            f"Gradient of the loss with respect to net_output, shape "
+            f"{tuple(grads.net_output.shape)}, from autograd. It {ok} the formula "
+            f"{grads.net_output_code} (largest difference {grads.net_output_max_abs_diff:.1e}). "
+            f"{grads.explanation} " + fig.layout.meta["description"]
+        )
+        return describe(fig, text)
+    if part != "att_scores":
+        raise ValueError(f"part must be 'att_scores' or 'net_output', got {part!r}.")
+    up = to_numpy(grads.upstream)
+    auto = to_numpy(grads.att_scores)
+    formula = to_numpy(grads.att_scores_formula)
+    if zrange is None:
+        zrange = shared_zrange([up, auto, formula])
+    zmin, zmax = zrange
+    ok = "matches" if grads.att_scores_ok else "DOES NOT match"
+    fig = make_subplots(
+        rows=1,
+        cols=3,
+        subplot_titles=[
+            "upstream d loss / d weighted",
+            "autograd: att_scores.grad",
+            f"formula: {_html(grads.att_scores_code)}",
+        ],
+        horizontal_spacing=0.08,
+    )
+    panels = ((up, "hidden"), (auto, "word"), (formula, "word"))
+    for i, (arr, x_name) in enumerate(panels):
+        fig.add_trace(
+            heatmap_trace(
+                arr,
+                zmin=zmin,
+                zmax=zmax,
+                x_name=x_name,
+                y_name="sentence",
+                show_scale=i == 0,
+                name=["upstream", "autograd", "formula"][i],
+            ),
+            row=1,
+            col=i + 1,
+        )
+        fig.update_xaxes(title={"text": x_name}, row=1, col=i + 1)
+        fig.update_yaxes(title={"text": "sentence" if i == 0 else ""}, row=1, col=i + 1)
+    fig.update_xaxes(showgrid=False, zeroline=False, tickmode="linear", dtick=1)
+    fig.update_yaxes(
+        showgrid=False, zeroline=False, tickmode="linear", dtick=1, autorange="reversed"
+    )
+    for annotation in fig.layout.annotations[:3]:
+        annotation.font = {"size": FONT_SIZE - 2}
+    base_layout(
+        fig,
+        title="Gradient of att_scores: the broadcast becomes a sum",
+        subtitle=(
+            f"autograd {ok} the formula (largest difference {grads.att_scores_max_abs_diff:.1e})"
+        ),
+        height=max(380, 260 + 60 * up.shape[0]),
+    )
+    text = (
+        f"Gradient of the loss with respect to att_scores, shape {tuple(auto.shape)}. Left: the "
+        f"upstream gradient, shape {tuple(up.shape)}, {range_text(up)}. Middle: autograd's "
+        f"att_scores.grad, {range_text(auto)}. Right: the formula {grads.att_scores_code}; "
+        f"autograd {ok} it (largest difference {grads.att_scores_max_abs_diff:.1e}). "
+        f"{grads.explanation}"
+    )
+    return describe(fig, text)
+
+
+def view_copy_figure(vc: ViewCopy) -> go.Figure:
+    """expand vs repeat: a table of shape, strides, memory and new bytes, and a bar chart of how
+    many numbers each really stores."""
+    rows = (vc.source, vc.expand, vc.repeat)
+    fig = make_subplots(
+        rows=1,
+        cols=2,
+        column_widths=[0.62, 0.38],
+        specs=[[{"type": "table"}, {"type": "xy"}]],
+        horizontal_spacing=0.1,
+    )
+    fig.add_trace(
+        go.Table(
+            columnwidth=[40, 14, 14, 18, 12],
+            header={
+                "values": [
+                    "<b>code</b>",
+                    "<b>shape</b>",
+                    "<b>strides</b>",
+                    "<b>same memory as att_scores?</b>",
+                    "<b>new bytes</b>",
+                ],
+                "font": {"size": FONT_SIZE - 2},
+                "fill": {"color": "#d9d9d9"},
+                "align": "left",
+                "height": 40,
+            },
+            cells={
+                "values": [
+                    [f"<b>{_html(r.code)}</b>" for r in rows],
+                    [str(r.shape) for r in rows],
+                    [str(r.strides) for r in rows],
+                    ["✓ yes (a view)" if r.same_memory else "✗ no (a copy)" for r in rows],
+                    [str(r.new_bytes) for r in rows],
+                ],
+                "font": {"size": FONT_SIZE - 3},
+                "fill": {"color": [["#ffffff", "#d9e7f5", "#fdd49e"]] * 5},
+                "align": "left",
+                "height": 38,
+            },
+        ),
+        row=1,
+        col=1,
+    )
+    labels = ["att_scores[..., None]", "expand", "repeat"]
+    stored = [r.storage_numbers for r in rows]
+    fig.add_trace(
+        go.Bar(
+            x=labels,
+            y=stored,
+            text=[
+                f"{n} numbers<br>{r.new_bytes} new bytes" for n, r in zip(stored, rows, strict=True)
+            ],
+            textposition="outside",
+            marker={
+                "color": ["#92c5de", "#2166ac", "#b35806"],
+                "pattern": {"shape": ["", "", "/"]},
+            },
+            showlegend=False,
+            cliponaxis=False,
+        ),
+        row=1,
+        col=2,
+    )
+    fig.update_yaxes(
+        title={"text": "numbers in memory"}, range=[0, max(stored) * 1.35], row=1, col=2
+    )
+    e = vc.expand
+    base_layout(
+        fig,
+        title="expand is a view, repeat is a copy",
+        subtitle=f"both {e.shape}; expand's stride 0 re-reads memory, repeat copies it",
+        height=440,
+    )
+    return describe(fig, "View vs copy. " + vc.explanation)

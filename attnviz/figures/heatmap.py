@@ -1,0 +1,450 @@
+"""Heatmaps of 1-D, 2-D and 3-D tensors with numbers in every cell, and the shared styling.
+
+A 3-D tensor (B, T, H) is drawn as one panel per sentence: rows are words, columns hidden features.
+Colours use one colour-blind-safe diverging scale (blue for negative, orange for positive) centred
+at zero; ``shared_zrange`` gives one range for all the steps of a story so colours compare.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+import torch
+from plotly.subplots import make_subplots
+from torch import Tensor
+
+#: Blue (negative) - white (zero) - orange (positive): distinguishable with the common colour-vision
+#: deficiencies (after ColorBrewer's colour-blind-safe diverging schemes).
+COLORSCALE = [
+    [0.0, "#2166ac"],
+    [0.25, "#92c5de"],
+    [0.5, "#f7f7f7"],
+    [0.75, "#fdb863"],
+    [1.0, "#b35806"],
+]
+#: Font sizes large enough for a projector.
+FONT_SIZE = 18
+TITLE_SIZE = 22
+CELL_FONT_SIZE = 17
+FONT_FAMILY = "Arial, Helvetica, sans-serif"
+#: Glyph written in cells that exist only by broadcasting (stride 0), beside the number.
+STRETCH_GLYPH = "↔"
+MARK_COLOR = "#222222"
+
+AXIS_DEFAULTS = {
+    1: ("word",),
+    2: ("sentence", "word"),
+    3: ("sentence", "word", "hidden"),
+}
+#: Most panels side by side in one row before a 3-D figure wraps to a new row.
+MAX_COLUMNS = 4
+
+
+def to_numpy(value: Tensor | np.ndarray | Sequence) -> np.ndarray:
+    """Any tensor (any dtype, any device, with grad) or array -> a float64 numpy array."""
+    if isinstance(value, Tensor):
+        return value.detach().to("cpu", torch.float64).numpy()
+    return np.asarray(value, dtype=np.float64)
+
+
+def fmt(v: float, digits: int = 3) -> str:
+    """A cell number: fixed decimals for ordinary sizes, significant digits for large ones."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "nan"
+    if math.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    if abs(v) >= 1000:
+        return f"{v:.{digits}g}"
+    out = f"{v:.{digits}f}"
+    return "0." + "0" * digits if out == "-0." + "0" * digits else out
+
+
+def shared_zrange(items: Iterable[object]) -> tuple[float, float]:
+    """One zero-centred colour range (-m, m) for all the tensors of a story.
+
+    items: steps (anything with a ``value``), tensors or arrays; None values are skipped. m is the
+    largest finite absolute value (1 when there is none or it is 0).
+    """
+    m = 0.0
+    for item in items:
+        value = getattr(item, "value", item)
+        if value is None:
+            continue
+        arr = to_numpy(value)
+        finite = arr[np.isfinite(arr)]
+        if finite.size:
+            m = max(m, float(np.abs(finite).max()))
+    if m == 0.0:
+        m = 1.0
+    return (-m, m)
+
+
+def _zrange(
+    arrays: Iterable[np.ndarray], zrange: tuple[float, float] | None
+) -> tuple[float, float]:
+    if zrange is not None:
+        lo, hi = float(zrange[0]), float(zrange[1])
+        m = max(abs(lo), abs(hi)) or 1.0
+        return (-m, m)
+    return shared_zrange(arrays)
+
+
+def describe(fig: go.Figure, text: str) -> go.Figure:
+    """Store the plain-text description for screen readers in fig.layout.meta["description"]."""
+    meta = dict(fig.layout.meta) if isinstance(fig.layout.meta, dict) else {}
+    meta["description"] = text
+    fig.update_layout(meta=meta)
+    return fig
+
+
+def description(fig: go.Figure) -> str:
+    """The plain-text description of a figure built here ("" when it has none)."""
+    meta = fig.layout.meta
+    return str(meta.get("description", "")) if isinstance(meta, dict) else ""
+
+
+def base_layout(fig: go.Figure, *, title: str, subtitle: str | None = None, height: int) -> None:
+    """Big fonts, white background, title (and subtitle) on top."""
+    title_dict: dict = {"text": title, "font": {"size": TITLE_SIZE}, "x": 0.0, "xanchor": "left"}
+    if subtitle:
+        title_dict["subtitle"] = {"text": subtitle, "font": {"size": FONT_SIZE - 2}}
+    fig.update_layout(
+        title=title_dict,
+        font={"size": FONT_SIZE, "family": FONT_FAMILY, "color": "#111111"},
+        height=height,
+        margin={"l": 90, "r": 40, "t": 120 if subtitle else 90, "b": 80},
+        paper_bgcolor="white",
+        plot_bgcolor="white",
+    )
+
+
+def colorbar(zmin: float, zmax: float) -> dict:
+    return {
+        "title": {"text": "value", "side": "right"},
+        "tickfont": {"size": FONT_SIZE - 4},
+        "thickness": 18,
+        "len": 0.9,
+    }
+
+
+def range_text(arr: np.ndarray) -> str:
+    finite = arr[np.isfinite(arr)]
+    if not finite.size:
+        return "no finite values"
+    return f"values from {fmt(float(finite.min()))} to {fmt(float(finite.max()))}"
+
+
+def _stretched_mask(shape: tuple[int, ...], stretched: Sequence[int]) -> np.ndarray:
+    """True for cells that exist only by broadcasting: index > 0 along a stretched axis."""
+    mask = np.zeros(shape, dtype=bool)
+    for axis in stretched:
+        index = [slice(None)] * len(shape)
+        index[axis] = slice(1, None)
+        mask[tuple(index)] = True
+    return mask
+
+
+def _cell_text(arr2: np.ndarray, mask2: np.ndarray | None, digits: int) -> list[list[str]]:
+    rows = []
+    for i in range(arr2.shape[0]):
+        row = []
+        for j in range(arr2.shape[1]):
+            s = fmt(float(arr2[i, j]), digits)
+            if mask2 is not None and mask2[i, j]:
+                s = f"{s}<br>{STRETCH_GLYPH}"
+            row.append(s)
+        rows.append(row)
+    return rows
+
+
+def _cell_font(n_cells: int, n_cols: int) -> int:
+    if n_cols >= 12 or n_cells > 200:
+        return CELL_FONT_SIZE - 5
+    if n_cols >= 8 or n_cells > 80:
+        return CELL_FONT_SIZE - 3
+    return CELL_FONT_SIZE
+
+
+def heatmap_trace(
+    arr2: np.ndarray,
+    *,
+    zmin: float,
+    zmax: float,
+    x_name: str,
+    y_name: str,
+    mask2: np.ndarray | None = None,
+    digits: int = 3,
+    show_scale: bool = True,
+    name: str = "",
+    x_labels: Sequence[str] | None = None,
+    y_labels: Sequence[str] | None = None,
+) -> go.Heatmap:
+    """A 2-D heatmap with a number (and the broadcast glyph where mask2 is True) in every cell."""
+    rows, cols = arr2.shape
+    x = list(x_labels) if x_labels is not None else list(range(cols))
+    y = list(y_labels) if y_labels is not None else list(range(rows))
+    z = [[None if not math.isfinite(v) else float(v) for v in row] for row in arr2.tolist()]
+    return go.Heatmap(
+        z=z,
+        x=x,
+        y=y,
+        zmin=zmin,
+        zmax=zmax,
+        zmid=0.0,
+        colorscale=COLORSCALE,
+        showscale=show_scale,
+        colorbar=colorbar(zmin, zmax) if show_scale else None,
+        text=_cell_text(arr2, mask2, digits),
+        texttemplate="%{text}",
+        textfont={"size": _cell_font(arr2.size, cols)},
+        xgap=2,
+        ygap=2,
+        name=name,
+        hovertemplate=f"{y_name} %{{y}}, {x_name} %{{x}}: %{{z:.4f}}<extra>{name}</extra>",
+    )
+
+
+def _mark_cells(
+    fig: go.Figure, mask2: np.ndarray, *, row: int | None = None, col: int | None = None
+) -> int:
+    """Dotted border around every broadcast-only cell; returns how many were marked."""
+    count = 0
+    for i, j in zip(*np.nonzero(mask2), strict=True):
+        kwargs = {"row": row, "col": col} if row is not None else {}
+        fig.add_shape(
+            type="rect",
+            x0=j - 0.5,
+            x1=j + 0.5,
+            y0=i - 0.5,
+            y1=i + 0.5,
+            line={"color": MARK_COLOR, "width": 2, "dash": "dot"},
+            fillcolor="rgba(0,0,0,0)",
+            layer="above",
+            **kwargs,
+        )
+        count += 1
+    return count
+
+
+def _axes_style(fig: go.Figure, *, x_name: str, y_name: str, rows: int, cols: int, **rc) -> None:
+    fig.update_xaxes(
+        title={"text": x_name},
+        tickmode="array",
+        tickvals=list(range(cols)),
+        side="bottom",
+        showgrid=False,
+        zeroline=False,
+        constrain="domain",
+        **rc,
+    )
+    fig.update_yaxes(
+        title={"text": y_name},
+        tickmode="array",
+        tickvals=list(range(rows)),
+        autorange="reversed",
+        showgrid=False,
+        zeroline=False,
+        **rc,
+    )
+
+
+def _stretch_note(
+    shape: tuple[int, ...], axis_names: Sequence[str], stretched: Sequence[int]
+) -> str:
+    parts = [f"{axis_names[a]} axis stretched from 1 to {shape[a]} (stride 0)" for a in stretched]
+    return (
+        f"{STRETCH_GLYPH} dotted cells exist only by broadcasting: "
+        + "; ".join(parts)
+        + ". They re-read the first cell's memory."
+    )
+
+
+def tensor_figure(
+    value: Tensor | np.ndarray,
+    *,
+    title: str,
+    subtitle: str | None = None,
+    axis_names: Sequence[str] | None = None,
+    zrange: tuple[float, float] | None = None,
+    stretched: Sequence[int] = (),
+    digits: int = 3,
+    name: str = "tensor",
+) -> go.Figure:
+    """A heatmap of a 1-D, 2-D or 3-D tensor with its number in every cell.
+
+    value: (N,), (R, C) or (B, R, C); a 3-D tensor gets one panel per sentence (index 0).
+    axis_names: one per axis (defaults: word; sentence, word; sentence, word, hidden).
+    zrange: the colour range, made zero-centred (default: from this tensor alone).
+    stretched: axes that exist only by broadcasting (stride 0); cells past index 0 along them are
+    drawn with a dotted border and the glyph ↔, and an annotation names the stretched axis.
+    The description is in fig.layout.meta["description"].
+    """
+    arr = to_numpy(value)
+    if arr.ndim not in (1, 2, 3):
+        raise ValueError(f"tensor_figure draws 1-D, 2-D or 3-D tensors, got shape {arr.shape}.")
+    names = tuple(axis_names) if axis_names else AXIS_DEFAULTS[arr.ndim]
+    if len(names) != arr.ndim:
+        raise ValueError(
+            f"axis_names {names} must name each of the {arr.ndim} axes of {arr.shape}."
+        )
+    shape = tuple(int(s) for s in arr.shape)
+    stretched = tuple(a % arr.ndim for a in stretched if shape[a % arr.ndim] > 1)
+    zmin, zmax = _zrange([arr], zrange)
+    mask = _stretched_mask(shape, stretched) if stretched else None
+
+    if arr.ndim == 3:
+        fig = _panels_figure(arr, names, zmin, zmax, mask, digits, name)
+        n_rows_grid = math.ceil(shape[0] / _ncols(shape))
+        height = max(300, 110 + n_rows_grid * (70 + 48 * shape[1]))
+        layout = (
+            f"one panel per {names[0]} ({shape[0]} panels); in each, rows are {names[1]}s "
+            f"({shape[1]}) and columns are {names[2]} features ({shape[2]})"
+            if names[2] == "hidden"
+            else f"one panel per {names[0]} ({shape[0]} panels); rows are {names[1]} "
+            f"({shape[1]}), columns are {names[2]} ({shape[2]})"
+        )
+    else:
+        arr2 = arr[None, :] if arr.ndim == 1 else arr
+        mask2 = None if mask is None else (mask[None, :] if arr.ndim == 1 else mask)
+        y_name = "" if arr.ndim == 1 else names[0]
+        x_name = names[-1]
+        fig = go.Figure(
+            heatmap_trace(
+                arr2,
+                zmin=zmin,
+                zmax=zmax,
+                x_name=x_name,
+                y_name=y_name or "row",
+                mask2=mask2,
+                digits=digits,
+                name=name,
+            )
+        )
+        _axes_style(fig, x_name=x_name, y_name=y_name, rows=arr2.shape[0], cols=arr2.shape[1])
+        if arr.ndim == 1:
+            fig.update_yaxes(showticklabels=False)
+        if mask2 is not None:
+            _mark_cells(fig, mask2)
+        height = max(260, 200 + 55 * arr2.shape[0])
+        layout = (
+            f"one row of {shape[0]} {names[0]}s"
+            if arr.ndim == 1
+            else f"rows are {names[0]}s ({shape[0]}), columns are {names[1]}s ({shape[1]})"
+        )
+    base_layout(fig, title=title, subtitle=subtitle, height=height)
+    marked = int(mask.sum()) if mask is not None else 0
+    text = (
+        f"{title}. Heatmap of shape {shape}: {layout}. {range_text(arr).capitalize()}; the "
+        f"colour scale is centred at 0 (blue negative, white zero, orange positive) and runs from "
+        f"{fmt(zmin)} to {fmt(zmax)}. Every cell shows its number."
+    )
+    if stretched:
+        note = _stretch_note(shape, names, stretched)
+        fig.add_annotation(
+            text=note,
+            xref="paper",
+            yref="paper",
+            x=0,
+            y=-0.02,
+            xanchor="left",
+            yanchor="top",
+            yshift=-40,
+            showarrow=False,
+            font={"size": FONT_SIZE - 2},
+            align="left",
+        )
+        fig.update_layout(margin={"b": 130}, height=height + 50)
+        text += f" {marked} of {arr.size} cells are marked {STRETCH_GLYPH}: " + note
+    return describe(fig, text)
+
+
+def _ncols(shape: tuple[int, ...]) -> int:
+    return max(1, min(shape[0], MAX_COLUMNS, 24 // max(shape[2], 1) or 1))
+
+
+def _panels_figure(
+    arr: np.ndarray,
+    names: Sequence[str],
+    zmin: float,
+    zmax: float,
+    mask: np.ndarray | None,
+    digits: int,
+    name: str,
+) -> go.Figure:
+    b, r, c = arr.shape
+    ncols = _ncols(arr.shape)
+    nrows = math.ceil(b / ncols)
+    fig = make_subplots(
+        rows=nrows,
+        cols=ncols,
+        subplot_titles=[f"{names[0]} {i}" for i in range(b)],
+        horizontal_spacing=min(0.08, 0.4 / max(ncols - 1, 1)),
+        vertical_spacing=min(0.12, 0.5 / max(nrows - 1, 1)),
+    )
+    for i in range(b):
+        row, col = i // ncols + 1, i % ncols + 1
+        fig.add_trace(
+            heatmap_trace(
+                arr[i],
+                zmin=zmin,
+                zmax=zmax,
+                x_name=names[2],
+                y_name=names[1],
+                mask2=None if mask is None else mask[i],
+                digits=digits,
+                show_scale=i == 0,
+                name=f"{name} [{i}]",
+            ),
+            row=row,
+            col=col,
+        )
+        _axes_style(
+            fig,
+            x_name=names[2],
+            y_name=names[1] if col == 1 else "",
+            rows=r,
+            cols=c,
+            row=row,
+            col=col,
+        )
+        if mask is not None:
+            _mark_cells(fig, mask[i], row=row, col=col)
+    for annotation in fig.layout.annotations:  # the subplot titles
+        annotation.font = {"size": FONT_SIZE}
+    return fig
+
+
+def figure_html(fig: go.Figure, *, full_html: bool = True) -> str:
+    """A self-contained HTML page (plotly.js inlined, nothing from a CDN) with the description.
+
+    The description is written beside the figure as text (and as the figure's aria-label), so it
+    reaches screen readers and works offline.
+    """
+    text = html.escape(description(fig))
+    body = fig.to_html(
+        include_plotlyjs=True,
+        full_html=False,
+        include_mathjax=False,
+        config={"displaylogo": False, "responsive": True},
+    )
+    block = (
+        f'<figure role="group" aria-label="{text}" style="margin:0">{body}'
+        f'<figcaption style="font:16px Arial, sans-serif;max-width:70em">{text}</figcaption>'
+        "</figure>"
+    )
+    if not full_html:
+        return block
+    title = html.escape(_plain_title(fig))
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>{title}</title></head><body>{block}</body></html>"
+    )
+
+
+def _plain_title(fig: go.Figure) -> str:
+    t = fig.layout.title.text if fig.layout.title and fig.layout.title.text else "attnviz figure"
+    return str(t).replace("<br>", " ")
