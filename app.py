@@ -1,12 +1,12 @@
-"""attnviz: the Streamlit app. Start with `streamlit run app.py`."""
+"""attnviz: the Streamlit app. Start it with `streamlit run app.py`; the pages live in attnviz.ui."""
 
 import streamlit as st
 
-import attnviz
+from attnviz.ui.navigation import pages
 
-st.set_page_config(page_title="attnviz", layout="wide")
-st.title("Attention-weighted aggregation, through broadcasting")
-st.code("weighted = (net_output * att_scores[..., None]).sum(axis=1)  # (B,T,H) * (B,T,1) -> (B,H)")
-net_output, att_scores = attnviz.examples.classic()
-st.write("The classic example gives:")
-st.dataframe(attnviz.weighted_sum(net_output, att_scores).numpy())
+st.set_page_config(
+    page_title="attnviz: attention-weighted aggregation, step by step",
+    page_icon=":material/grid_on:",
+    layout="wide",
+)
+st.navigation(pages(), position="top").run()

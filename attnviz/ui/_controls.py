@@ -1,0 +1,120 @@
+"""Widget groups: each draws its widgets (every one with a key) and returns their values."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import streamlit as st
+
+from attnviz import examples
+
+
+@dataclass(frozen=True)
+class ExampleChoice:
+    """What the example controls say: a preset at shape (b, t, h), its seed, and the options."""
+
+    preset: str
+    b: int
+    t: int
+    h: int
+    seed: int
+    softmax: bool
+    use_mask: bool
+
+
+def example_controls(on_preset: Callable[[], None], on_resize: Callable[[], None]) -> ExampleChoice:
+    """Preset, B/T/H, seed, softmax and mask. on_preset rebuilds the example from the preset;
+    on_resize keeps the values that still fit."""
+    cols = st.columns([2.2, 1, 1, 1, 1.2, 1.6, 1.6], vertical_alignment="bottom")
+    preset = cols[0].selectbox(
+        "Preset",
+        list(examples.PRESETS),
+        key="pg_preset",
+        on_change=on_preset,
+        help="Start again from a prepared example; edits are replaced.",
+    )
+    sizes = []
+    for col, letter, name, most in zip(
+        cols[1:4],
+        examples.AXIS_LETTERS,
+        examples.AXIS_NAMES,
+        (examples.MAX_B, examples.MAX_T, examples.MAX_H),
+        strict=True,
+    ):
+        sizes.append(
+            col.number_input(
+                f"{letter} ({name}s)",
+                min_value=1,
+                max_value=most,
+                step=1,
+                key=f"pg_{letter.lower()}",
+                on_change=on_resize,
+                help=f"How many {name}s, 1 to {most}. Values that still fit are kept.",
+            )
+        )
+    seed = cols[4].number_input(
+        "Seed",
+        min_value=0,
+        max_value=999_999,
+        step=1,
+        key="pg_seed",
+        on_change=on_preset,
+        help="Seed of the random values (presets other than the 2x3x5 classic numbers).",
+    )
+    softmax = cols[5].toggle(
+        "Softmax the scores",
+        key="pg_softmax",
+        help="Treat att_scores as raw scores and softmax them over words (dim=1) first.",
+    )
+    use_mask = cols[6].toggle(
+        "Mask padding",
+        key="pg_use_mask",
+        help="Use the mask below: words marked off are padding and get weight 0.",
+    )
+    b, t, h = (int(s) for s in sizes)
+    return ExampleChoice(str(preset), b, t, h, int(seed), bool(softmax), bool(use_mask))
+
+
+def step_controls(n_steps: int) -> tuple[int, bool]:
+    """Back / Next through the steps, or all at once. Returns (step index, show all)."""
+    st.session_state["pg_step"] = min(max(int(st.session_state.get("pg_step", 0)), 0), n_steps - 1)
+
+    def move(delta: int) -> None:
+        st.session_state["pg_step"] = min(max(st.session_state["pg_step"] + delta, 0), n_steps - 1)
+
+    cols = st.columns([1, 1, 3, 2], vertical_alignment="center")
+    show_all = cols[3].toggle("All steps at once", key="pg_all")
+    cols[0].button(
+        "Back",
+        key="pg_back",
+        on_click=move,
+        args=(-1,),
+        disabled=show_all or st.session_state["pg_step"] == 0,
+        icon=":material/arrow_back:",
+        width="stretch",
+    )
+    cols[1].button(
+        "Next",
+        key="pg_next",
+        on_click=move,
+        args=(1,),
+        disabled=show_all or st.session_state["pg_step"] == n_steps - 1,
+        icon=":material/arrow_forward:",
+        width="stretch",
+        type="primary",
+    )
+    if not show_all:
+        cols[2].markdown(f"**Step {st.session_state['pg_step'] + 1} of {n_steps}**")
+    return int(st.session_state["pg_step"]), bool(show_all)
+
+
+def cell_controls(b: int, h: int) -> tuple[int, int]:
+    """Pick one cell of the result weighted (B, H). Returns (sentence, hidden)."""
+    for key, n in (("pg_cell_b", b), ("pg_cell_h", h)):
+        if st.session_state.get(key, 0) >= n:
+            st.session_state[key] = 0
+    cols = st.columns(2)
+    sb = cols[0].selectbox("Sentence b", range(b), key="pg_cell_b")
+    sh = cols[1].selectbox("Hidden h", range(h), key="pg_cell_h")
+    return int(sb), int(sh)

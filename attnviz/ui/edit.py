@@ -1,0 +1,148 @@
+"""Editor cells -> arrays, strictly: every value a table cell can send is either a finite number or a
+plain message naming the cell. No streamlit here, so the rules are testable on their own.
+
+A table editor (``st.data_editor``) reports what the user changed as an edit dict
+``{"edited_rows": {row: {column: value}}, "added_rows": [...], "deleted_rows": [...]}``, relative to
+the table it was given. ``apply_edits`` applies that dict to the base block (R, C) and refuses
+anything that is not a finite number within bounds, any added or deleted row, and any tampered key.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from attnviz.errors import AttnvizError
+
+# Cells beyond this size are refused: they would only flood every figure with one colour.
+MAX_ABS = 1e6
+_SHOW = 3  # problems listed per message; the rest are counted
+
+
+def row_labels(axis: str, n: int) -> list[str]:
+    """Index labels of an editor: ``["word 0", "word 1", ...]``."""
+    return [f"{axis} {i}" for i in range(n)]
+
+
+def col_labels(letter: str, n: int) -> list[str]:
+    """Column labels of an editor: ``["h0", "h1", ...]``."""
+    return [f"{letter}{i}" for i in range(n)]
+
+
+def parse_number(value: object) -> float:
+    """One cell's value -> a finite float within ``MAX_ABS``, or AttnvizError saying why not."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        raise AttnvizError("is empty; type a number")
+    if isinstance(value, bool):
+        raise AttnvizError(f"is {value}, not a number")
+    if isinstance(value, (int, float)):
+        text = repr(value)[:40]
+        try:
+            number = float(value)
+        except OverflowError:
+            raise AttnvizError(f"{text} is too large for a float") from None
+    elif isinstance(value, str):
+        text = value.strip()
+        if len(text) > 40:
+            raise AttnvizError("is too long to be a number")
+        try:
+            number = float(text)
+        except ValueError:
+            raise AttnvizError(f"{text!r} is not a number") from None
+    else:
+        raise AttnvizError(f"is a {type(value).__name__}, not a number")
+    if math.isnan(number):
+        raise AttnvizError("is NaN (not a number); type a finite number")
+    if math.isinf(number):
+        if "inf" in text.lower():
+            raise AttnvizError(f"is {text} (infinite); type a finite number")
+        raise AttnvizError(f"{text} is too large for a float (it overflows to infinity)")
+    if abs(number) > MAX_ABS:
+        raise AttnvizError(f"{text} is larger than {MAX_ABS:g} in size; keep numbers readable")
+    return number
+
+
+def parse_flag(value: object) -> bool:
+    """One checkbox cell -> bool, or AttnvizError."""
+    if isinstance(value, bool):
+        return value
+    raise AttnvizError(f"{value!r} is not True or False")
+
+
+def check_structure(
+    edits: object, n_rows: int, columns: Sequence[str], *, name: str, what: str
+) -> None:
+    """Raise AttnvizError unless an edit dict only edits existing cells of an (n_rows, C) table:
+    no added or deleted rows, no unknown row or column, nothing unreadable."""
+    if edits is None:
+        return
+    unreadable = f"The table {name} sent something unreadable"
+    if not isinstance(edits, Mapping):
+        raise AttnvizError(f"{unreadable}.")
+    if edits.get("added_rows"):
+        raise AttnvizError(f"Rows can't be added: {what}. Change the size with B, T, H above.")
+    if edits.get("deleted_rows"):
+        raise AttnvizError(f"Rows can't be deleted: {what}. Change the size with B, T, H above.")
+    rows = edits.get("edited_rows") or {}
+    if not isinstance(rows, Mapping):
+        raise AttnvizError(f"{unreadable}.")
+    known = set(columns)
+    for row_key, changes in rows.items():
+        try:
+            i = int(row_key)
+        except (TypeError, ValueError):
+            i = -1
+        if not 0 <= i < n_rows:
+            raise AttnvizError(f"{unreadable}: row {str(row_key)[:20]!r} does not exist.")
+        if not isinstance(changes, Mapping):
+            raise AttnvizError(f"{unreadable}.")
+        for col in changes:
+            if col not in known:
+                raise AttnvizError(f"{unreadable}: column {str(col)[:20]!r} does not exist.")
+
+
+def apply_edits(
+    base: np.ndarray,
+    edits: object,
+    *,
+    name: str,
+    prefix: tuple[int, ...] = (),
+    columns: Sequence[str],
+    what: str,
+) -> np.ndarray:
+    """base (R, C) + an editor's edit dict -> a new (R, C) array of base's dtype.
+
+    ``name`` and ``prefix`` name a cell in messages, e.g. ``net_output[0, 1, 2]`` for prefix (0,);
+    ``columns`` are the editor's column labels; ``what`` says what the table must stay, e.g.
+    "sentence 0 of net_output must keep 3 words (T)". Raises AttnvizError listing the bad cells.
+    """
+    check_structure(edits, base.shape[0], columns, name=name, what=what)
+    out = base.copy()
+    if edits is None:
+        return out
+    rows = edits.get("edited_rows") or {}
+    flag = base.dtype == np.bool_
+    col_index = {c: j for j, c in enumerate(columns)}
+    problems: list[str] = []
+    for row_key, changes in rows.items():
+        i = int(row_key)
+        for col, value in changes.items():
+            j = col_index[col]
+            cell = f"{name}[{', '.join(str(k) for k in (*prefix, i, j))}]"
+            try:
+                out[i, j] = parse_flag(value) if flag else parse_number(value)
+            except AttnvizError as e:
+                problems.append(f"{cell} {e}")
+    if problems:
+        more = f" (and {len(problems) - _SHOW} more)" if len(problems) > _SHOW else ""
+        raise AttnvizError("; ".join(problems[:_SHOW]) + more + ".")
+    return out
+
+
+def display_values(a: np.ndarray) -> np.ndarray:
+    """float32 (any shape) -> float64 with each value's shortest float32 spelling (0.7718, not
+    0.77179998...), so an editor shows and edits the numbers the user typed."""
+    flat = [float(np.format_float_positional(v, unique=True, trim="-")) for v in a.ravel()]
+    return np.array(flat, dtype=np.float64).reshape(a.shape)

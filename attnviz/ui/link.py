@@ -1,0 +1,170 @@
+"""The shareable link: the Playground's example, options and step <-> compact URL query parameters.
+
+No streamlit here. ``encode`` gives a dict of short strings for ``st.query_params``; ``decode`` reads
+one back strictly and raises AttnvizError with a plain message for anything tampered or truncated,
+so the page can keep its defaults.
+
+    ?p=classic&s=2x3x5                      the classic example, as built
+    &x=0.7718_0.3856_..&w=0.2425_..         values, only when they differ from the preset
+    &m=110_100                              the mask, one 0/1 per word, sentences split by _
+    &sm=1&mk=1                              softmax the scores / use the mask
+    &tab=steps&step=3&all=1&cell=1_4        what is on screen
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from attnviz import examples
+from attnviz.errors import AttnvizError
+from attnviz.ui.edit import MAX_ABS
+
+MAX_PARAM_CHARS = 12_000  # 4 x 8 x 16 values at full float32 precision fit comfortably
+_NUMBER = re.compile(r"^-?(\d+\.?\d*|\.\d+)(e[-+]?\d+)?$")
+_SHAPE = re.compile(r"^(\d{1,2})x(\d{1,2})x(\d{1,2})$")
+
+
+@dataclass(frozen=True)
+class Link:
+    """What a link restores. x: (B, T, H) float32 or None (use the preset's), w: (B, T) or None,
+    mask: (B, T) bool or None."""
+
+    preset: str = "classic"
+    shape: tuple[int, int, int] = (2, 3, 5)
+    seed: int = 0
+    softmax: bool = False
+    use_mask: bool = False
+    x: np.ndarray | None = field(default=None, compare=False)
+    w: np.ndarray | None = field(default=None, compare=False)
+    mask: np.ndarray | None = field(default=None, compare=False)
+    tab: str = ""
+    step: int = 0
+    all_steps: bool = False
+    cell: tuple[int, int] = (0, 0)
+
+
+def _numbers(a: np.ndarray) -> str:
+    return "_".join(
+        np.format_float_positional(v, unique=True, trim="-") for v in a.astype(np.float32).ravel()
+    )
+
+
+def encode(link: Link) -> dict[str, str]:
+    """Link -> query parameters (only what differs from the defaults)."""
+    b, t, h = link.shape
+    out = {"p": link.preset, "s": f"{b}x{t}x{h}"}
+    if link.seed:
+        out["seed"] = str(link.seed)
+    if link.softmax:
+        out["sm"] = "1"
+    if link.use_mask:
+        out["mk"] = "1"
+    if link.x is not None:
+        out["x"] = _numbers(link.x)
+    if link.w is not None:
+        out["w"] = _numbers(link.w)
+    if link.mask is not None:
+        out["m"] = "_".join("".join("1" if v else "0" for v in row) for row in link.mask)
+    if link.tab:
+        out["tab"] = link.tab
+    if link.step:
+        out["step"] = str(link.step)
+    if link.all_steps:
+        out["all"] = "1"
+    if link.cell != (0, 0):
+        out["cell"] = f"{link.cell[0]}_{link.cell[1]}"
+    return out
+
+
+def _int(params: Mapping[str, str], key: str, lo: int, hi: int, default: int = 0) -> int:
+    text = params.get(key)
+    if text is None:
+        return default
+    if not re.fullmatch(r"\d{1,6}", text) or not lo <= int(text) <= hi:
+        raise AttnvizError(f"'{key}' should be a whole number from {lo} to {hi}, got {text[:20]!r}")
+    return int(text)
+
+
+def _flag(params: Mapping[str, str], key: str) -> bool:
+    text = params.get(key)
+    if text in (None, "0"):
+        return False
+    if text == "1":
+        return True
+    raise AttnvizError(f"'{key}' should be 0 or 1, got {text[:20]!r}")
+
+
+def _array(text: str, key: str, shape: tuple[int, ...]) -> np.ndarray:
+    parts = text.split("_")
+    if len(parts) != math.prod(shape):
+        raise AttnvizError(
+            f"'{key}' holds {len(parts)} numbers but shape {shape} needs {math.prod(shape)} "
+            f"(the link may have been cut short)"
+        )
+    values = []
+    for part in parts:
+        if not _NUMBER.match(part.lower()):
+            raise AttnvizError(f"'{key}' holds {part[:20]!r}, which is not a number")
+        v = float(part)
+        if not math.isfinite(v) or abs(v) > MAX_ABS:
+            raise AttnvizError(f"'{key}' holds {part[:20]}, which is not a finite number up to 1e6")
+        values.append(v)
+    return np.array(values, dtype=np.float32).reshape(shape)
+
+
+def decode(params: Mapping[str, str], *, tabs: tuple[str, ...] = ()) -> Link:
+    """Query parameters -> Link. Raises AttnvizError naming the first parameter that is wrong."""
+    if not params:
+        return Link()
+    total = sum(len(str(k)) + len(str(v)) for k, v in params.items())
+    if total > MAX_PARAM_CHARS:
+        raise AttnvizError(f"the link is {total} characters long, more than {MAX_PARAM_CHARS}")
+    preset = params.get("p", "classic")
+    if preset not in examples.PRESETS:
+        raise AttnvizError(
+            f"'p' names no preset: {preset[:20]!r} (try {', '.join(examples.PRESETS)})"
+        )
+    match = _SHAPE.match(params.get("s", "2x3x5"))
+    if not match:
+        raise AttnvizError(f"'s' should look like 2x3x5, got {params.get('s', '')[:20]!r}")
+    shape = tuple(int(g) for g in match.groups())
+    limits = (examples.MAX_B, examples.MAX_T, examples.MAX_H)
+    if any(not 1 <= n <= m for n, m in zip(shape, limits, strict=True)):
+        raise AttnvizError(f"'s' asks for shape {shape}; the most is {limits}")
+    b, t, h = shape
+    x = _array(params["x"], "x", (b, t, h)) if "x" in params else None
+    w = _array(params["w"], "w", (b, t)) if "w" in params else None
+    mask = None
+    if "m" in params:
+        rows = params["m"].split("_")
+        if len(rows) != b or any(len(r) != t or set(r) - {"0", "1"} for r in rows):
+            raise AttnvizError(f"'m' should be {b} groups of {t} zeros and ones, split by _")
+        mask = np.array([[c == "1" for c in r] for r in rows], dtype=bool)
+    tab = params.get("tab", "")
+    if tab and tab not in tabs:
+        raise AttnvizError(f"'tab' names no section: {tab[:20]!r}")
+    cell_text = params.get("cell", "0_0")
+    cell_match = re.fullmatch(r"(\d{1,2})_(\d{1,2})", cell_text)
+    if not cell_match or int(cell_match[1]) >= b or int(cell_match[2]) >= h:
+        raise AttnvizError(
+            f"'cell' should be sentence_hidden inside {(b, h)}, got {cell_text[:20]!r}"
+        )
+    return Link(
+        preset=preset,
+        shape=(b, t, h),
+        seed=_int(params, "seed", 0, 999_999),
+        softmax=_flag(params, "sm"),
+        use_mask=_flag(params, "mk"),
+        x=x,
+        w=w,
+        mask=mask,
+        tab=tab,
+        step=_int(params, "step", 0, 99),
+        all_steps=_flag(params, "all"),
+        cell=(int(cell_match[1]), int(cell_match[2])),
+    )

@@ -1,0 +1,33 @@
+"""The app's pages, for ``st.navigation``: Playground (the default), Walkthrough, Performance."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from attnviz.ui import performance, playground, walkthrough
+from attnviz.ui.boundary import guarded
+
+
+def pages() -> list[st.Page]:
+    """The three pages, each wrapped in the error boundary."""
+    return [
+        st.Page(
+            guarded(playground.page, "pg_"),
+            title="Playground",
+            icon=":material/grid_on:",
+            url_path="playground",
+            default=True,
+        ),
+        st.Page(
+            guarded(walkthrough.page, "wt_"),
+            title="Walkthrough",
+            icon=":material/slideshow:",
+            url_path="walkthrough",
+        ),
+        st.Page(
+            guarded(performance.page, "pf_"),
+            title="Performance",
+            icon=":material/speed:",
+            url_path="performance",
+        ),
+    ]
