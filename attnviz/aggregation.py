@@ -13,6 +13,7 @@ import torch
 from torch import Tensor
 
 from attnviz.errors import AttnvizError
+from attnviz.fused import weighted_sum_auto, weighted_sum_fused
 
 NORMALIZE = (None, "softmax")
 
@@ -51,6 +52,8 @@ METHODS: dict[str, Callable[[Tensor, Tensor], Tensor]] = {
     "einsum": weighted_sum_einsum,
     "bmm": weighted_sum_bmm,
     "loop": weighted_sum_loop,
+    "fused": weighted_sum_fused,  # one pass over x: Triton kernel on CUDA, bmm elsewhere (fused.py)
+    "auto": weighted_sum_auto,  # the fastest of these for the device and size (fused.choose_method)
 }
 
 

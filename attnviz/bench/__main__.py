@@ -1,0 +1,104 @@
+"""python -m attnviz.bench: time every method against the read floor, as a table or JSON lines.
+
+python -m attnviz.bench --device cpu --sizes 2x3x5,48x512x1024
+python -m attnviz.bench --device all --json > results.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+import torch
+
+from attnviz.bench.devices import DEVICE_CHOICES, list_devices, resolve_devices
+from attnviz.bench.harness import DEFAULT_METHODS, format_table, parse_dtype, parse_shape
+from attnviz.bench.sweep import max_bytes, sizes_up_to, sweep
+from attnviz.errors import AttnvizError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m attnviz.bench",
+        description="Time weighted = (x * w[..., None]).sum(1) by every method on every device, "
+        "side by side with the read floor x.sum() of the same bytes.",
+    )
+    p.add_argument("--device", default="cpu", help=f"one of {', '.join(DEVICE_CHOICES)} or cuda:N")
+    p.add_argument(
+        "--sizes",
+        default=None,
+        help="comma-separated BxTxH, e.g. 2x3x5,48x512x1024 (default: the ladder up to what "
+        "free memory allows)",
+    )
+    p.add_argument(
+        "--methods",
+        default=",".join(DEFAULT_METHODS),
+        help=f"comma-separated methods (default {','.join(DEFAULT_METHODS)}; also loop, auto)",
+    )
+    p.add_argument("--dtype", default="float32", help="float32, float16, bfloat16 or float64")
+    p.add_argument("--rounds", type=int, default=15, help="interleaved timed rounds per method")
+    p.add_argument("--min-block-s", type=float, default=0.02, help="seconds per timed block")
+    p.add_argument("--memory", action="store_true", help="also measure peak extra memory")
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
+    p.add_argument("--json", action="store_true", help="one JSON object per measurement per line")
+    p.add_argument("--list-devices", action="store_true", help="list devices and exit")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.threads is not None:
+            torch.set_num_threads(args.threads)
+        if args.list_devices:
+            for d in list_devices():
+                print(f"{d.device:<8} {d.name}")
+            return 0
+        dtype = parse_dtype(args.dtype)
+        devices = resolve_devices(args.device)
+        methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+        sizes = None
+        if args.sizes:
+            sizes = [parse_shape(s) for s in args.sizes.split(",") if s.strip()]
+        out = sys.stdout
+
+        def emit(rec):
+            if args.json:
+                out.write(json.dumps(rec.as_dict()) + "\n")
+                out.flush()
+
+        records = []
+        for device in devices:
+            todo = sizes or sizes_up_to(min(max_bytes(device), 2**30), dtype)
+            recs = sweep(
+                devices=[device],
+                sizes=todo,
+                methods=methods,
+                dtype=dtype,
+                rounds=args.rounds,
+                min_block_s=args.min_block_s,
+                memory=args.memory,
+                progress=emit,
+            )
+            records.extend(recs)
+            if not args.json:
+                print(format_table(recs))
+                print()
+        if not args.json and records:
+            r = records[0]
+            print(
+                f"torch {r.torch_version}, {r.threads} threads, TF32 {'on' if r.tf32 else 'off'}; "
+                f"median and IQR over {r.rounds} interleaved rounds; 'x floor' = GB/s / GB/s of "
+                f"x.sum() in the same run; '1st call' includes lazy init / JIT compile."
+            )
+    except AttnvizError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # e.g. piped into head
+        return 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

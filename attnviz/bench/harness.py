@@ -1,0 +1,412 @@
+"""The harness: time every method and the read floor on one size, side by side, the way experts do.
+
+- Warm-up: the first call is timed alone (``first_call_s``: lazy init, Triton JIT, compile), then a
+  few more calls run untimed before any timed block.
+- Timed blocks go through ``torch.utils.benchmark.Timer`` (it sets the thread count and runs the
+  statement in a tight ``timeit`` loop) with a timer that synchronizes the device at both ends, so
+  queued GPU kernels are counted. Each block runs enough calls to last ``min_block_s``.
+- Rounds are interleaved: round r times one block of every method (in a shuffled order), so a
+  neighbour's load on a shared machine hits all methods alike; the median and the interquartile
+  range are taken over rounds.
+- The floor, a plain read of the same bytes (``x.sum()`` over contiguous memory), is timed in the
+  same rounds; every method's GB/s counts reading x and w once and writing the output once, and
+  ``ratio_to_floor`` = method GB/s / floor GB/s.
+- When one input set fits in the last-level cache, the statement rotates among several input sets
+  (``n_input_sets``) so that a later call does not find the previous call's bytes in cache.
+- Host->device transfer (``transfer_s``) is timed once and never counted as compute.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+
+import torch
+from torch import Tensor
+from torch.utils.benchmark import Timer
+
+from attnviz.bench.devices import cache_bytes, device_name, move, synchronize
+from attnviz.errors import AttnvizError
+
+FLOOR = "floor"  # x.sum(): a plain read of x, the speed limit of a one-pass method
+COPY = "copy"  # dst.copy_(x): read + write x, the device copy bandwidth (CUDA targets)
+DEFAULT_METHODS = ("broadcast", "einsum", "bmm", "fused")
+LOOP_MAX_WORDS = 4096  # the Python loop runs B*T steps: only for small B*T
+DTYPES = {
+    "float32": torch.float32,
+    "float": torch.float32,
+    "fp32": torch.float32,
+    "float16": torch.float16,
+    "half": torch.float16,
+    "fp16": torch.float16,
+    "bfloat16": torch.bfloat16,
+    "bf16": torch.bfloat16,
+    "float64": torch.float64,
+    "double": torch.float64,
+    "fp64": torch.float64,
+}
+
+
+@dataclass
+class Measurement:
+    """One method timed on one size and device. Times in seconds, bytes in bytes, GB = 1e9 bytes."""
+
+    method: str
+    device: str
+    device_name: str
+    shape: tuple[int, int, int]  # (B, T, H)
+    dtype: str
+    median_s: float
+    iqr_s: float
+    q1_s: float
+    q3_s: float
+    bytes: int  # bytes one call must move: read x and w, write the output (floor: x only)
+    gbps: float
+    ratio_to_floor: float | None
+    first_call_s: float  # the very first call: includes lazy init / JIT / compile time
+    transfer_s: float | None  # host->device copy of x and w (None on cpu)
+    rounds: int
+    calls_per_round: int
+    n_input_sets: int
+    threads: int
+    tf32: bool
+    torch_version: str
+    extra_peak_bytes: int | None = None  # measured peak memory above the inputs, when asked
+    notes: dict = field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        """A JSON-safe dict (shape as a list)."""
+        d = asdict(self)
+        d["shape"] = list(self.shape)
+        return d
+
+
+def parse_shape(text: str) -> tuple[int, int, int]:
+    """``"48x512x1024"`` -> (48, 512, 1024); AttnvizError with the expected form otherwise."""
+    parts = re.split(r"[x×,*]", text.strip().lower())
+    try:
+        b, t, h = (int(p) for p in parts)
+    except ValueError:
+        raise AttnvizError(
+            f"Size {text!r} is not B x T x H: write three positive integers like '48x512x1024'."
+        ) from None
+    if min(b, t, h) < 1:
+        raise AttnvizError(f"Size {text!r} gives {(b, t, h)}: every axis needs at least 1.")
+    return b, t, h
+
+
+def parse_dtype(text: str | torch.dtype) -> torch.dtype:
+    if isinstance(text, torch.dtype):
+        return text
+    key = text.strip().lower().removeprefix("torch.")
+    if key not in DTYPES:
+        raise AttnvizError(
+            f"dtype {text!r} is not supported; choose one of float32, float16, bfloat16, float64."
+        )
+    return DTYPES[key]
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def input_bytes(shape: tuple[int, int, int], dtype: torch.dtype) -> int:
+    """Bytes of x (B, T, H) plus w (B, T)."""
+    b, t, h = shape
+    return (b * t * h + b * t) * torch.empty((), dtype=dtype).element_size()
+
+
+def moved_bytes(shape: tuple[int, int, int], dtype: torch.dtype) -> int:
+    """Bytes a one-pass method moves: read x (B, T, H) and w (B, T), write out (B, H)."""
+    b, _t, h = shape
+    return input_bytes(shape, dtype) + b * h * torch.empty((), dtype=dtype).element_size()
+
+
+def make_inputs(
+    shape: tuple[int, int, int], dtype: torch.dtype = torch.float32, *, seed: int = 0
+) -> tuple[Tensor, Tensor]:
+    """Random x (B, T, H) ~ N(0, 1) and softmaxed weights w (B, T), on the CPU."""
+    b, t, h = shape
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(b, t, h, generator=g).to(dtype)  # (B,T,H)
+    w = torch.randn(b, t, generator=g).softmax(dim=1).to(dtype)  # (B,T)
+    return x, w
+
+
+def environment(device: str | torch.device) -> dict:
+    """What a reader needs to trust a number: device name, torch version, threads, TF32."""
+    device = torch.device(device)
+    tf32 = bool(torch.backends.cuda.matmul.allow_tf32) if device.type == "cuda" else False
+    env = {
+        "device": str(device),
+        "device_name": device_name(device),
+        "torch_version": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "tf32": tf32,
+        "float32_matmul_precision": torch.get_float32_matmul_precision(),
+    }
+    if device.type == "cuda":
+        env["cuda_version"] = torch.version.cuda
+    from attnviz.fused import triton_available
+
+    if triton_available():
+        import triton
+
+        env["triton_version"] = triton.__version__
+    return env
+
+
+def method_function(name: str) -> Callable[[Tensor, Tensor], Tensor]:
+    """The function timed for ``name``: a METHODS entry, or the floor / copy references."""
+    from attnviz.aggregation import METHODS
+
+    if name == FLOOR:
+        return lambda x, w: x.sum()  # read x once, contiguous
+    if name in METHODS:
+        return METHODS[name]
+    raise AttnvizError(
+        f"Unknown method {name!r}; choose from {', '.join(repr(m) for m in METHODS)}."
+    )
+
+
+def check_methods(methods: Sequence[str], shape: tuple[int, int, int]) -> list[str]:
+    """Validate names; refuse "loop" above LOOP_MAX_WORDS words (it runs B*T Python steps)."""
+    from attnviz.aggregation import METHODS
+
+    out = []
+    for m in methods:
+        if m not in METHODS:
+            raise AttnvizError(
+                f"Unknown method {m!r}; choose from {', '.join(repr(k) for k in METHODS)}."
+            )
+        if m == "loop" and shape[0] * shape[1] > LOOP_MAX_WORDS:
+            raise AttnvizError(
+                f"'loop' runs B*T = {shape[0] * shape[1]} Python steps for {shape}; it is allowed "
+                f"up to B*T = {LOOP_MAX_WORDS}. Drop it or use a smaller B or T."
+            )
+        out.append(m)
+    return out
+
+
+def peak_extra_bytes(fn: Callable[[], object], device: str | torch.device) -> int:
+    """Peak memory allocated while ``fn()`` runs, above what was allocated before (measured).
+
+    CUDA: the caching allocator's peak counter. CPU: torch.profiler's memory events (allocations
+    by each op and frees, in time order), summed to a running total whose maximum is the peak.
+    """
+    device = torch.device(device)
+    if device.type == "cuda":
+        synchronize(device)
+        torch.cuda.reset_peak_memory_stats(device)
+        before = torch.cuda.memory_allocated(device)
+        fn()
+        synchronize(device)
+        return int(torch.cuda.max_memory_allocated(device) - before)
+    if device.type == "mps":
+        before = torch.mps.current_allocated_memory()
+        out = fn()
+        synchronize(device)
+        after = torch.mps.current_allocated_memory()
+        del out
+        return int(max(0, after - before))  # MPS has no peak counter: what is still held
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        fn()
+    events = []
+    for e in prof.events():
+        if e.name == "[memory]":
+            events.append((e.time_range.start, e.cpu_memory_usage))  # a free (negative)
+        elif e.self_cpu_memory_usage > 0:
+            events.append((e.time_range.start, e.self_cpu_memory_usage))  # an op's allocations
+    running = peak = 0
+    for _t, delta in sorted(events):
+        running += delta
+        peak = max(peak, running)
+    return int(peak)
+
+
+def _quantiles(values: list[float]) -> tuple[float, float, float]:
+    v = torch.tensor(values, dtype=torch.float64)
+    q = torch.quantile(v, torch.tensor([0.25, 0.5, 0.75], dtype=torch.float64))
+    return float(q[0]), float(q[1]), float(q[2])
+
+
+def _sync_timer(device: torch.device) -> Callable[[], float]:
+    def timer() -> float:
+        synchronize(device)
+        return time.perf_counter()
+
+    return timer
+
+
+def measure(
+    shape: tuple[int, int, int],
+    *,
+    device: str | torch.device = "cpu",
+    dtype: str | torch.dtype = torch.float32,
+    methods: Sequence[str] = DEFAULT_METHODS,
+    rounds: int = 15,
+    min_block_s: float = 0.02,
+    seed: int = 0,
+    memory: bool = False,
+    copy: bool | None = None,
+    max_input_sets: int = 32,
+) -> list[Measurement]:
+    """Time ``methods`` and the floor on x (B, T, H) = ``shape`` side by side in one run.
+
+    Returns one Measurement per method, the floor first (``method == "floor"``), then ``"copy"``
+    (on CUDA by default: the copy bandwidth the CUDA target refers to), then the methods in order.
+    ``memory=True`` adds each method's measured ``extra_peak_bytes``.
+    """
+    device = torch.device(device)
+    dtype = parse_dtype(dtype)
+    shape = tuple(int(s) for s in shape)
+    methods = check_methods(methods, shape)
+    if copy is None:
+        copy = device.type == "cuda"
+    env = environment(device)
+
+    # inputs: the first set made on the host and moved (transfer timed), more sets when it fits
+    # in cache, so rotating among them reads from memory rather than from cache
+    host = make_inputs(shape, dtype, seed=seed)
+    (x0, w0), transfer_s = move(host, device)
+    one_set = input_bytes(shape, dtype)
+    n_sets = max(1, min(max_input_sets, math.ceil(2 * cache_bytes(device) / one_set)))
+    sets = [(x0, w0)] + [
+        tuple(t.to(device) for t in make_inputs(shape, dtype, seed=seed + i))
+        for i in range(1, n_sets)
+    ]
+    del host
+
+    names = [FLOOR] + ([COPY] if copy else []) + list(methods)
+    fns: dict[str, Callable] = {}
+    for name in names:
+        if name == COPY:
+            dst = torch.empty_like(x0)
+            fns[name] = lambda x, w, dst=dst: dst.copy_(x)
+        else:
+            fns[name] = method_function(name)
+
+    first_call: dict[str, float] = {}
+    number: dict[str, int] = {}
+    timers: dict[str, Timer] = {}
+    timer_fn = _sync_timer(device)
+    for name in names:
+        fn = fns[name]
+        synchronize(device)
+        t0 = time.perf_counter()
+        fn(*sets[0])
+        synchronize(device)
+        first_call[name] = time.perf_counter() - t0
+        # warm-up: a few more calls, then an estimate of one call for the block size
+        t0 = time.perf_counter()
+        n_warm = 0
+        while n_warm < 3 or (time.perf_counter() - t0 < 0.05 and n_warm < 1000):
+            fn(*sets[n_warm % n_sets])
+            n_warm += 1
+        synchronize(device)
+        per_call = (time.perf_counter() - t0) / n_warm
+        number[name] = max(1, math.ceil(min_block_s / max(per_call, 1e-9)))
+        timers[name] = Timer(
+            stmt="fn(*sets[next(idx)])",
+            globals={"fn": fn, "sets": sets, "idx": itertools.cycle(range(n_sets))},
+            timer=timer_fn,
+            num_threads=torch.get_num_threads(),
+            label=name,
+        )
+
+    samples: dict[str, list[float]] = {name: [] for name in names}
+    rng = random.Random(seed)
+    for _ in range(rounds):
+        order = names[:]
+        rng.shuffle(order)
+        for name in order:
+            samples[name].append(timers[name].timeit(number[name]).times[0])
+
+    extra: dict[str, int | None] = dict.fromkeys(names)
+    if memory:
+        for name in names:
+            extra[name] = peak_extra_bytes(lambda f=fns[name]: f(*sets[0]), device)
+
+    x_bytes = x0.numel() * x0.element_size()
+    floor_gbps = None
+    out: list[Measurement] = []
+    for name in names:
+        q1, med, q3 = _quantiles(samples[name])
+        nbytes = {FLOOR: x_bytes, COPY: 2 * x_bytes}.get(name, moved_bytes(shape, dtype))
+        gbps = nbytes / med / 1e9
+        if name == FLOOR:
+            floor_gbps = gbps
+        out.append(
+            Measurement(
+                method=name,
+                device=str(device),
+                device_name=env["device_name"],
+                shape=shape,
+                dtype=dtype_name(dtype),
+                median_s=med,
+                iqr_s=q3 - q1,
+                q1_s=q1,
+                q3_s=q3,
+                bytes=nbytes,
+                gbps=gbps,
+                ratio_to_floor=gbps / floor_gbps if floor_gbps else None,
+                first_call_s=first_call[name],
+                transfer_s=None if device.type == "cpu" else transfer_s,
+                rounds=rounds,
+                calls_per_round=number[name],
+                n_input_sets=n_sets,
+                threads=env["threads"],
+                tf32=env["tf32"],
+                torch_version=env["torch_version"],
+                extra_peak_bytes=extra[name],
+                notes={
+                    "cache_bytes": cache_bytes(device),
+                    "fits_in_cache": n_sets * one_set <= cache_bytes(device),
+                    **(
+                        {"triton_version": env["triton_version"]} if "triton_version" in env else {}
+                    ),
+                },
+            )
+        )
+    return out
+
+
+def _fmt_bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GiB"
+
+
+def _fmt_time(s: float) -> str:
+    if s < 1e-3:
+        return f"{s * 1e6:.1f} us"
+    if s < 1:
+        return f"{s * 1e3:.2f} ms"
+    return f"{s:.2f} s"
+
+
+def format_table(records: Sequence[Measurement]) -> str:
+    """A fixed-width text table: one line per measurement, grouped as given."""
+    head = (
+        f"{'device':<8} {'shape':<18} {'dtype':<9} {'method':<10} {'median':>10} {'IQR':>10} "
+        f"{'GB/s':>8} {'x floor':>8} {'1st call':>10} {'extra mem':>10}"
+    )
+    lines = [head, "-" * len(head)]
+    for r in records:
+        ratio = f"{r.ratio_to_floor:.2f}" if r.ratio_to_floor is not None else "-"
+        mem = _fmt_bytes(r.extra_peak_bytes) if r.extra_peak_bytes is not None else "-"
+        lines.append(
+            f"{r.device:<8} {'x'.join(map(str, r.shape)):<18} {r.dtype:<9} {r.method:<10} "
+            f"{_fmt_time(r.median_s):>10} {_fmt_time(r.iqr_s):>10} {r.gbps:>8.2f} {ratio:>8} "
+            f"{_fmt_time(r.first_call_s):>10} {mem:>10}"
+        )
+    return "\n".join(lines)

@@ -1,0 +1,147 @@
+"""The sweep: from the 2x3x5 example up to what memory allows, every method on every device.
+
+``sweep`` returns flat Measurement records (floor included, naive's extra memory measured);
+``crossover`` finds where one device overtakes another; ``roofline`` gives each device's best
+read bandwidth. The figures in ``attnviz.figures.performance`` draw these records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+
+import torch
+
+from attnviz.bench.devices import free_memory_bytes, resolve_devices
+from attnviz.bench.harness import (
+    DEFAULT_METHODS,
+    FLOOR,
+    LOOP_MAX_WORDS,
+    Measurement,
+    input_bytes,
+    measure,
+    parse_dtype,
+)
+from attnviz.errors import AttnvizError
+
+# the ladder: the classic example, then x growing ~4x per step (H, then T, then B)
+LADDER: tuple[tuple[int, int, int], ...] = (
+    (2, 3, 5),
+    (4, 16, 32),
+    (8, 32, 64),
+    (8, 64, 128),
+    (16, 128, 128),
+    (16, 128, 512),
+    (32, 256, 512),
+    (48, 512, 1024),
+    (64, 1024, 1024),
+    (8, 16384, 1024),
+    (256, 1024, 1024),
+    (64, 8192, 1024),
+)
+
+# the one-liner holds x, w, and a (B, T, H) temporary; leave room for that and the input sets
+MEMORY_FACTOR = 4
+
+
+def max_bytes(device: str | torch.device, fraction: float = 0.5) -> int:
+    """Largest x the sweep allows on ``device``: ``fraction`` of free memory / MEMORY_FACTOR."""
+    return int(free_memory_bytes(device) * fraction / MEMORY_FACTOR)
+
+
+def sizes_up_to(
+    limit_bytes: int, dtype: torch.dtype = torch.float32, ladder: Sequence = LADDER
+) -> list[tuple[int, int, int]]:
+    """The ladder's sizes whose inputs fit in ``limit_bytes`` (the first one always)."""
+    out = [s for s in ladder if input_bytes(s, dtype) <= limit_bytes]
+    return out or [tuple(ladder[0])]
+
+
+def sweep(
+    *,
+    devices: str | Iterable[str] = "all",
+    sizes: Sequence[tuple[int, int, int]] | None = None,
+    methods: Sequence[str] = DEFAULT_METHODS,
+    dtype: str | torch.dtype = torch.float32,
+    rounds: int = 9,
+    min_block_s: float = 0.01,
+    memory: bool = True,
+    max_input_bytes: int | None = None,
+    progress: Callable[[Measurement], None] | None = None,
+) -> list[Measurement]:
+    """Measure ``methods`` (+ floor) at every size on every device; a flat list of records.
+
+    sizes defaults to the ladder up to what each device's free memory allows (``max_bytes``);
+    a given size that does not fit is refused with AttnvizError before anything is allocated.
+    "loop" runs only where B*T <= LOOP_MAX_WORDS. ``memory=True`` measures each method's peak
+    extra memory (the one-liner's (B, T, H) temporary). ``progress`` is called per record.
+    """
+    dtype = parse_dtype(dtype)
+    if isinstance(devices, str):
+        devices = resolve_devices(devices)
+    records: list[Measurement] = []
+    for device in devices:
+        limit = max_input_bytes if max_input_bytes is not None else max_bytes(device)
+        todo = sizes_up_to(limit, dtype) if sizes is None else [tuple(s) for s in sizes]
+        for shape in todo:
+            need = input_bytes(shape, dtype)
+            if need > limit:
+                raise AttnvizError(
+                    f"Size {shape} needs {need / 2**20:.1f} MiB of inputs on {device}, above the "
+                    f"cap of {limit / 2**20:.1f} MiB computed from free memory. Use a smaller B, T or H."
+                )
+            ms = [m for m in methods if m != "loop" or shape[0] * shape[1] <= LOOP_MAX_WORDS]
+            for rec in measure(
+                shape,
+                device=device,
+                dtype=dtype,
+                methods=ms,
+                rounds=rounds,
+                min_block_s=min_block_s,
+                memory=memory,
+            ):
+                records.append(rec)
+                if progress is not None:
+                    progress(rec)
+    return records
+
+
+def _as_dict(r: Measurement | dict) -> dict:
+    return r.as_dict() if isinstance(r, Measurement) else dict(r)
+
+
+def best_times(records: Iterable[Measurement | dict], device: str) -> dict[int, tuple[str, float]]:
+    """bytes -> (fastest method, its median_s) on ``device``, floor and copy excluded."""
+    best: dict[int, tuple[str, float]] = {}
+    for r in map(_as_dict, records):
+        if r["device"] != device or r["method"] in (FLOOR, "copy"):
+            continue
+        key = input_bytes(tuple(r["shape"]), parse_dtype(r["dtype"]))
+        if key not in best or r["median_s"] < best[key][1]:
+            best[key] = (r["method"], r["median_s"])
+    return best
+
+
+def crossover(
+    records: Iterable[Measurement | dict], slow: str = "cpu", fast: str = "cuda:0"
+) -> int | None:
+    """Smallest input size in bytes from which ``fast``'s best method beats ``slow``'s best at
+    every measured size; None if it never does (or a device is missing)."""
+    records = list(records)
+    a, b = best_times(records, slow), best_times(records, fast)
+    common = sorted(set(a) & set(b))
+    answer = None
+    for key in reversed(common):
+        if b[key][1] < a[key][1]:
+            answer = key
+        else:
+            break
+    return answer
+
+
+def roofline(records: Iterable[Measurement | dict]) -> dict[str, float]:
+    """device -> its best measured floor bandwidth in GB/s (a plain read of x)."""
+    out: dict[str, float] = {}
+    for r in map(_as_dict, records):
+        if r["method"] == FLOOR:
+            out[r["device"]] = max(out.get(r["device"], 0.0), r["gbps"])
+    return out

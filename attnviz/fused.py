@@ -1,0 +1,297 @@
+"""The ``"fused"`` and ``"auto"`` methods: one pass over net_output, writing only (B, H).
+
+    weighted[b, h] = sum_t w[b, t] * x[b, t, h]        x: (B, T, H), w: (B, T) -> (B, H)
+
+The operation reads B*T*H numbers once and does two flops per number, so it is bound by memory
+bandwidth on every device: the fastest path is the one that reads ``x`` exactly once, at the
+speed of a plain read, and never writes a (B, T, H) temporary (the one-liner does).
+
+- CUDA: a Triton kernel (``weighted_sum_triton``). Each program owns one sentence b, one block of
+  BLOCK_H hidden units and one chunk of words; it streams (BLOCK_T, BLOCK_H) tiles of x, multiplies
+  by the weights and accumulates in float32 (also for float16/bfloat16 inputs). When B is small,
+  B * ceil(H / BLOCK_H) programs would leave most SMs idle (B=8, H=1024: 32 programs for 132 SMs),
+  so the reduction over T is split into SPLIT chunks and each chunk writes a float32 partial
+  (SPLIT, B, H); a second tiny kernel sums the partials and casts to the output dtype. Partials
+  cost SPLIT*B*H*4 bytes (B=8, H=1024, SPLIT=17: 0.5 MiB against 256 MiB of x) and, unlike
+  ``atomic_add``, give the same bits on every run and need no zero-filled output.
+- CPU: ``torch.bmm`` as a (1, T) @ (T, H) product per sentence, measured on our 2-core machine at
+  about 90-100% of a plain read (``x.sum()``); einsum lowers to the same kernel; ``torch.compile``
+  of the one-liner was not faster (see benchmarks/RESULTS.md), so it is not used.
+
+Triton is imported lazily: attnviz imports and works without it. Set ``TRITON_INTERPRET=1`` before
+the first import of triton to run the kernel on CPU tensors (slowly) in Triton's interpreter;
+that is how the tests check it on machines without a GPU.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+
+import torch
+from torch import Tensor
+
+# float32 accumulation for the narrow types; float64 keeps float64 (cuBLAS on CUDA).
+_TRITON_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+
+
+@functools.cache
+def triton_available() -> bool:
+    """True when ``import triton`` works (lazily tried once)."""
+    try:
+        import triton  # noqa: F401
+        import triton.language  # noqa: F401
+    except Exception:  # ImportError, or a broken install raising anything else
+        return False
+    return True
+
+
+def triton_interpreting() -> bool:
+    """True when Triton kernels run in the CPU interpreter (TRITON_INTERPRET=1)."""
+    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+
+def _bmm(x: Tensor, w: Tensor) -> Tensor:
+    """x: (B, T, H), w: (B, T) -> (B, H) through one batched (1, T) @ (T, H) product."""
+    return torch.bmm(w[:, None, :], x)[:, 0, :]  # (B,1,T) @ (B,T,H) -> (B,1,H) -> (B,H)
+
+
+def weighted_sum_fused(x: Tensor, w: Tensor) -> Tensor:
+    """x: (B, T, H), w: (B, T) -> (B, H) in one pass over x.
+
+    CUDA with triton and a float32/float16/bfloat16 input: the split-T Triton kernel. Everywhere
+    else (CPU, MPS, float64, no triton): the batched matrix-vector product, which reads x once.
+    """
+    if x.device.type == "cuda" and x.dtype in _TRITON_DTYPES and triton_available():
+        return weighted_sum_triton(x, w)
+    return _bmm(x, w)
+
+
+# ---------------------------------------------------------------------------------------------
+# "auto": the fastest method for the device and the size.
+
+# Below this many elements of x the call is dominated by fixed costs (Python, dispatch, a kernel
+# launch), not by bytes: the one-liner's two small kernels beat bmm's setup on CPU.
+TINY_CPU_NUMEL = 2048
+
+
+def choose_method(
+    device: torch.device | str, shape: tuple[int, int, int], dtype: torch.dtype
+) -> str:
+    """The name of the method ``"auto"`` runs for x of ``shape`` (B, T, H) and ``dtype`` on ``device``.
+
+    CUDA: "fused" (the Triton kernel; it falls back to bmm itself where triton is missing or the
+    dtype is float64). CPU and MPS: "bmm" (one pass, measured at the read floor), except tiny
+    inputs on CPU, where "broadcast" has less fixed overhead.
+    """
+    device = torch.device(device)
+    b, t, h = shape
+    if device.type == "cuda":
+        return "fused"
+    if device.type == "cpu" and b * t * h <= TINY_CPU_NUMEL:
+        return "broadcast"
+    return "bmm"
+
+
+def weighted_sum_auto(x: Tensor, w: Tensor) -> Tensor:
+    """x: (B, T, H), w: (B, T) -> (B, H) with the method ``choose_method`` picks for x."""
+    from attnviz.aggregation import METHODS  # lazy: aggregation imports this module
+
+    name = choose_method(x.device, tuple(x.shape), x.dtype)
+    return METHODS[name](x, w)  # (B,H)
+
+
+# ---------------------------------------------------------------------------------------------
+# The Triton kernel (CUDA, or CPU tensors under TRITON_INTERPRET=1).
+
+
+def _next_pow2(n: int) -> int:
+    return 1 << max(0, (n - 1).bit_length())
+
+
+def _num_sms(device: torch.device) -> int:
+    if device.type == "cuda":
+        return torch.cuda.get_device_properties(device).multi_processor_count
+    return 4  # the interpreter: any small number exercises the split path
+
+
+def triton_config(
+    shape: tuple[int, int, int],
+    dtype: torch.dtype,
+    num_sms: int,
+    *,
+    block_t: int | None = None,
+    block_h: int | None = None,
+    split: int | None = None,
+    num_warps: int | None = None,
+) -> dict[str, int]:
+    """Block sizes, split count and warps for x of ``shape`` (B, T, H) on a GPU with ``num_sms``.
+
+    Defaults: BLOCK_H covers up to 256 hidden units (128 for float32, so a tile stays in
+    registers), BLOCK_T words per step (a 16 KiB tile per step); SPLIT chunks of T so that
+    B * ceil(H / BLOCK_H) * SPLIT programs give every SM about four programs, but no chunk shorter
+    than 4 * BLOCK_T words.
+    """
+    b, t, h = shape
+    esize = torch.empty((), dtype=dtype).element_size()
+    if block_h is None:
+        block_h = min(_next_pow2(h), 256 if esize <= 2 else 128)
+    if block_t is None:
+        block_t = max(1, min(_next_pow2(t), 16384 // (block_h * esize)))
+    n_hblocks = math.ceil(h / block_h)
+    if split is None:
+        want = math.ceil(4 * num_sms / max(1, b * n_hblocks))
+        split = max(1, min(want, math.ceil(t / (4 * block_t))))
+    split = max(1, min(split, t))
+    # chunk length in words, a multiple of block_t; recompute split so no chunk is empty
+    t_per_split = math.ceil(math.ceil(t / split) / block_t) * block_t
+    split = math.ceil(t / t_per_split)
+    if num_warps is None:
+        num_warps = 8 if block_t * block_h >= 8192 else 4
+    return {
+        "BLOCK_T": block_t,
+        "BLOCK_H": block_h,
+        "SPLIT": split,
+        "T_PER_SPLIT": t_per_split,
+        "num_warps": num_warps,
+    }
+
+
+@functools.cache
+def _kernels():
+    """Compile-on-first-use: define the two @triton.jit kernels (imports triton)."""
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def partial_kernel(
+        x_ptr,
+        w_ptr,
+        out_ptr,
+        T,
+        H,
+        t_per_split,
+        stride_xb,
+        stride_xt,
+        stride_xh,
+        stride_wb,
+        stride_wt,
+        stride_os,
+        stride_ob,
+        stride_oh,
+        BLOCK_T: tl.constexpr,
+        BLOCK_H: tl.constexpr,
+    ):
+        # program (h block, sentence b, chunk s) -> out[s, b, h block] = sum over its words
+        pid_h = tl.program_id(0)
+        pid_b = tl.program_id(1).to(tl.int64)
+        pid_s = tl.program_id(2)
+        offs_h = pid_h * BLOCK_H + tl.arange(0, BLOCK_H)  # (BLOCK_H,)
+        h_ok = offs_h < H
+        t_start = pid_s * t_per_split
+        t_end = tl.minimum(t_start + t_per_split, T)
+        x_row = x_ptr + pid_b * stride_xb
+        w_row = w_ptr + pid_b * stride_wb
+        acc = tl.zeros((BLOCK_T, BLOCK_H), dtype=tl.float32)  # (BLOCK_T, BLOCK_H)
+        for t0 in range(t_start, t_end, BLOCK_T):
+            offs_t = t0 + tl.arange(0, BLOCK_T)  # (BLOCK_T,)
+            t_ok = offs_t < t_end
+            wv = tl.load(w_row + offs_t * stride_wt, mask=t_ok, other=0.0).to(tl.float32)
+            ptrs = (
+                x_row
+                + offs_t.to(tl.int64)[:, None] * stride_xt
+                + offs_h.to(tl.int64)[None, :] * stride_xh
+            )  # (BLOCK_T, BLOCK_H)
+            xv = tl.load(ptrs, mask=t_ok[:, None] & h_ok[None, :], other=0.0).to(tl.float32)
+            acc += xv * wv[:, None]  # (BLOCK_T,BLOCK_H) * (BLOCK_T,1)
+        total = tl.sum(acc, axis=0)  # (BLOCK_H,)
+        dst = out_ptr + pid_s * stride_os + pid_b * stride_ob + offs_h * stride_oh
+        tl.store(dst, total.to(out_ptr.dtype.element_ty), mask=h_ok)
+
+    @triton.jit
+    def reduce_kernel(
+        part_ptr,
+        out_ptr,
+        S,
+        H,
+        stride_ps,
+        stride_pb,
+        stride_ob,
+        stride_oh,
+        BLOCK_H: tl.constexpr,
+    ):
+        # program (h block, sentence b): out[b, h block] = sum over s of part[s, b, h block]
+        pid_h = tl.program_id(0)
+        pid_b = tl.program_id(1).to(tl.int64)
+        offs_h = pid_h * BLOCK_H + tl.arange(0, BLOCK_H)
+        h_ok = offs_h < H
+        acc = tl.zeros((BLOCK_H,), dtype=tl.float32)
+        src = part_ptr + pid_b * stride_pb + offs_h
+        for s in range(0, S):
+            acc += tl.load(src + s * stride_ps, mask=h_ok, other=0.0)
+        tl.store(
+            out_ptr + pid_b * stride_ob + offs_h * stride_oh,
+            acc.to(out_ptr.dtype.element_ty),
+            mask=h_ok,
+        )
+
+    return partial_kernel, reduce_kernel
+
+
+def weighted_sum_triton(
+    x: Tensor,
+    w: Tensor,
+    *,
+    block_t: int | None = None,
+    block_h: int | None = None,
+    split: int | None = None,
+    num_warps: int | None = None,
+) -> Tensor:
+    """x: (B, T, H), w: (B, T) -> (B, H) by the split-T Triton kernel, float32 accumulation.
+
+    Needs triton, and CUDA tensors (or CPU tensors with TRITON_INTERPRET=1). Any strides work.
+    The keyword arguments override ``triton_config``'s choices (for tuning and for tests).
+    """
+    import triton  # lazy; raises ImportError where triton is missing
+
+    partial_kernel, reduce_kernel = _kernels()
+    b, t, h = x.shape
+    out = torch.empty(b, h, dtype=x.dtype, device=x.device)  # (B,H)
+    if b == 0 or h == 0:
+        return out
+    if t == 0:
+        return out.zero_()
+    cfg = triton_config(
+        (b, t, h),
+        x.dtype,
+        _num_sms(x.device),
+        block_t=block_t,
+        block_h=block_h,
+        split=split,
+        num_warps=num_warps,
+    )
+    s = cfg["SPLIT"]
+    # one chunk: the kernel writes the result directly; else float32 partials (S, B, H) first
+    dst = out[None] if s == 1 else torch.empty(s, b, h, dtype=torch.float32, device=x.device)
+    grid = (triton.cdiv(h, cfg["BLOCK_H"]), b, s)
+    partial_kernel[grid](
+        x,
+        w,
+        dst,
+        t,
+        h,
+        cfg["T_PER_SPLIT"],
+        *x.stride(),
+        *w.stride(),
+        *dst.stride(),
+        BLOCK_T=cfg["BLOCK_T"],
+        BLOCK_H=cfg["BLOCK_H"],
+        num_warps=cfg["num_warps"],
+    )
+    if s > 1:
+        rb = min(_next_pow2(h), 1024)
+        reduce_kernel[(triton.cdiv(h, rb), b)](
+            dst, out, s, h, dst.stride(0), dst.stride(1), *out.stride(), BLOCK_H=rb, num_warps=4
+        )
+    return out
