@@ -4,9 +4,18 @@ import streamlit as st
 
 from attnviz.ui.navigation import pages
 
-st.set_page_config(
-    page_title="attnviz: attention-weighted aggregation, step by step",
-    page_icon=":material/grid_on:",
-    layout="wide",
-)
-st.navigation(pages(), position="top").run()
+
+def main() -> None:
+    """Page config, navigation, run."""
+    st.set_page_config(
+        page_title="attnviz: attention-weighted aggregation, step by step",
+        page_icon=":material/grid_on:",
+        layout="wide",
+    )
+    st.navigation(pages(), position="top").run()
+
+
+# Streamlit runs this file as __main__; the benchmark worker (multiprocessing "spawn") re-imports it
+# as __mp_main__, where nothing must run.
+if __name__ == "__main__":
+    main()

@@ -1,12 +1,11 @@
 """Performance: time the same aggregation on the CPU or a GPU, every method side by side.
 
-Timings come from ``attnviz.bench.measure`` (warm-up, synchronised, many rounds, median and IQR,
-a plain read of the same bytes as the floor). One measurement runs at a time on this server.
+Timings come from ``attnviz.bench`` run in its worker process (one job at a time, a size cap from
+free memory checked before allocating, a timeout): warm-up, synchronised, many rounds, median and
+IQR, and a plain read of the same bytes (the floor) timed in the same run.
 """
 
 from __future__ import annotations
-
-import threading
 
 import pandas as pd
 import streamlit as st
@@ -14,93 +13,145 @@ import torch
 
 import attnviz
 from attnviz import bench
+from attnviz.bench import sweep as bench_sweep
+from attnviz.bench import worker
+from attnviz.errors import AttnvizError
 
-SIZES: tuple[tuple[int, int, int], ...] = (
-    (2, 3, 5),
-    (8, 64, 128),
-    (16, 128, 512),
-    (32, 256, 512),
-    (48, 512, 1024),
-)
-_LOCK = threading.Lock()  # one measurement at a time: concurrent runs would spoil each other
-
-
-@st.cache_data(max_entries=32, show_spinner=False, ttl=3600)
-def _measure(shape: tuple[int, int, int], device: str, methods: tuple[str, ...]) -> list[dict]:
-    with _LOCK:
-        records = bench.measure(shape, device=device, methods=methods, rounds=7, memory=True)
-    return [r.__dict__ | {} for r in records]
+APP_MAX_INPUT_BYTES = 512 * 2**20  # a public server: no job may ask for more than this
+SWEEP_MAX_INPUT_BYTES = 64 * 2**20  # the sweep button stays under a minute on a small CPU
+TIMEOUT_S = 90.0
 
 
 def _fmt_bytes(n: float | None) -> str:
     if n is None:
-        return ""
+        return "–"
     for unit in ("B", "KiB", "MiB", "GiB"):
         if abs(n) < 1024 or unit == "GiB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
-    return ""
+    return "–"
 
 
-def _fmt_time(s: float) -> str:
+def _fmt_time(s: float | None) -> str:
+    if s is None:
+        return "–"
     if s < 1e-3:
         return f"{s * 1e6:.1f} µs"
     return f"{s * 1e3:.2f} ms" if s < 1 else f"{s:.2f} s"
 
 
-def page() -> None:
-    """The Performance page."""
-    st.markdown("## CPU or GPU: the same aggregation, timed right")
-    devices = bench.list_devices()
-    gpus = [d for d in devices if d.kind != "cpu"]
-    if not gpus:
-        st.info(
-            f"No GPU on this server (torch {torch.__version__} sees no CUDA or MPS device): the "
-            f"timings below are for the CPU, {devices[0].name}.",
-            icon=":material/memory:",
-        )
-    cols = st.columns([1.4, 1.4, 3])
+def _runner() -> worker.BenchWorker:
+    return worker.get_worker(max_input_bytes=APP_MAX_INPUT_BYTES, timeout_s=TIMEOUT_S)
+
+
+def _table(records: list[dict]) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "method": r["method"],
+            "median": _fmt_time(r["median_s"]),
+            "IQR": _fmt_time(r["iqr_s"]),
+            "GB/s": f"{r['gbps']:.2f}",
+            "vs floor": ""
+            if r.get("ratio_to_floor") is None
+            else f"{100 * r['ratio_to_floor']:.0f}%",
+            "extra memory": _fmt_bytes(r.get("extra_peak_bytes")),
+            "first call": _fmt_time(r.get("first_call_s")),
+        }
+        for r in records
+    ).set_index("method")
+
+
+def _controls(devices: list[bench.DeviceInfo]) -> tuple[str, tuple[int, int, int], list[str]]:
+    cols = st.columns([1.6, 1.2, 3])
     names = {d.device: f"{d.device}: {d.name}" for d in devices}
     device = cols[0].selectbox(
         "Device", list(names), format_func=names.__getitem__, key="pf_device"
     )
+    sizes = bench_sweep.sizes_up_to(APP_MAX_INPUT_BYTES)
     shape = cols[1].selectbox(
-        "Size (B, T, H)", SIZES, format_func=lambda s: f"{s[0]} × {s[1]} × {s[2]}", key="pf_size"
+        "Size (B × T × H)",
+        sizes,
+        format_func=lambda s: f"{s[0]} × {s[1]} × {s[2]}",
+        key="pf_size",
     )
-    choices = [m for m in attnviz.METHODS if m != "auto"]
+    choices = [m for m in attnviz.METHODS if m != "loop" or shape[0] * shape[1] <= 4096]
     methods = cols[2].multiselect(
         "Methods",
         choices,
         default=[m for m in bench.DEFAULT_METHODS if m in choices],
         key="pf_methods",
     )
-    run = st.button("Time them", key="pf_run", type="primary", icon=":material/timer:")
-    if not methods:
+    return device, tuple(shape), methods
+
+
+def page() -> None:
+    """The Performance page."""
+    st.markdown("## CPU or GPU: the same aggregation, timed right")
+    devices = bench.list_devices()
+    if not any(d.kind != "cpu" for d in devices):
+        st.info(
+            f"**No GPU on this server**: torch {torch.__version__} sees no CUDA or MPS device, so "
+            f"every timing here is on the CPU ({devices[0].name}). On a machine with a GPU the "
+            "device list below offers it too.",
+            icon=":material/memory:",
+        )
+    device, shape, methods = _controls(devices)
+    st.caption(
+        "The floor is a plain read of the same bytes (`x.sum()`): no one-pass method can beat it. "
+        "GB/s counts reading net_output and att_scores once and writing weighted once. "
+        "Extra memory is the measured peak above the inputs: the one-liner materialises a "
+        "(B, T, H) temporary."
+    )
+    cols = st.columns([1, 1, 4])
+    run = cols[0].button("Time them", key="pf_run", type="primary", icon=":material/timer:")
+    run_sweep = cols[1].button("Sweep sizes", key="pf_sweep", icon=":material/show_chart:")
+    if (run or run_sweep) and not methods:
         st.warning("Pick at least one method to time.")
         return
-    if not run and "pf_last" not in st.session_state:
+    try:
+        if run:
+            spec = worker.BenchSpec(shape=shape, device=device, methods=tuple(methods))
+            with st.spinner("Timing in the worker process: warm-up, then many rounds…"):
+                st.session_state["pf_last"] = _runner().submit(spec)
+        if run_sweep:
+            sizes = bench_sweep.sizes_up_to(SWEEP_MAX_INPUT_BYTES)
+            records: list[dict] = []
+            bar = st.progress(0.0, text="Sweeping sizes…")
+            for i, size in enumerate(sizes):
+                ms = [m for m in methods if m != "loop" or size[0] * size[1] <= 4096]
+                spec = worker.BenchSpec(shape=size, device=device, methods=tuple(ms), rounds=5)
+                records += _runner().submit(spec)
+                bar.progress((i + 1) / len(sizes), text=f"Swept {i + 1} of {len(sizes)} sizes")
+            bar.empty()
+            st.session_state["pf_sweep_records"] = records
+    except AttnvizError as e:
+        st.error(str(e), icon="⚠️")
+    last = st.session_state.get("pf_last")
+    if last:
+        b, t, h = last[0]["shape"]
+        st.markdown(f"#### {b} × {t} × {h} on {last[0]['device']}: {last[0]['device_name']}")
+        st.dataframe(_table(last), width="stretch")
+    elif not st.session_state.get("pf_sweep_records"):
         st.markdown(
-            "Press **Time them** to measure every method on the chosen size; the floor is a plain "
-            "read of the same bytes (`x.sum()`), the fastest a one-pass method can go."
+            "Press **Time them** to measure the chosen size, or **Sweep sizes** to see time and "
+            "GB/s grow from the 2 × 3 × 5 example to millions of numbers."
         )
+    _sweep_view(st.session_state.get("pf_sweep_records"))
+
+
+def _sweep_view(records: list[dict] | None) -> None:
+    if not records:
         return
-    if run:
-        with st.spinner("Timing: warm-up, then many rounds..."):
-            st.session_state["pf_last"] = (shape, device, _measure(shape, device, tuple(methods)))
-    shape, device, rows = st.session_state["pf_last"]
-    b, t, h = shape
-    st.markdown(f"#### {b} × {t} × {h} on {names.get(device, device)}")
+    st.markdown("#### Time vs size")
     table = pd.DataFrame(
         {
+            "shape": "×".join(str(s) for s in r["shape"]),
+            "device": r["device"],
             "method": r["method"],
             "median": _fmt_time(r["median_s"]),
-            "IQR": _fmt_time(r["iqr_s"]),
-            "GB/s": round(r["gbps"], 2),
-            "% of floor": ""
-            if r["ratio_to_floor"] is None
-            else f"{100 * r['ratio_to_floor']:.0f}%",
+            "GB/s": f"{r['gbps']:.2f}",
             "extra memory": _fmt_bytes(r.get("extra_peak_bytes")),
         }
-        for r in rows
-    ).set_index("method")
-    st.dataframe(table, width="stretch")
+        for r in records
+    )
+    st.dataframe(table, width="stretch", hide_index=True)
