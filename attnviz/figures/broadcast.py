@@ -11,9 +11,11 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from attnviz.errors import AttnvizError
 from attnviz.figures.heatmap import (
     CELL_FONT_SIZE,
     FONT_SIZE,
+    ROW_PX,
     STRETCH_GLYPH,
     base_layout,
     describe,
@@ -21,6 +23,7 @@ from attnviz.figures.heatmap import (
     heatmap_trace,
     range_text,
     shared_zrange,
+    square_cells,
     tensor_figure,
     to_numpy,
 )
@@ -57,7 +60,7 @@ def step_figure(step: Step, *, zrange: tuple[float, float] | None = None) -> go.
     if step.alignment is not None or step.value is None:
         assert step.alignment is not None
         fig = alignment_figure(step.alignment, title=f"{step.title}", axis_names=step.axis_names)
-        return describe(fig, f"{step.explanation} " + fig.layout.meta["description"])
+        return describe(fig, f"{step.title}. Code: {step.code}. " + fig.layout.meta["description"])
     parts = [f"<b>{_html(step.code)}</b>", f"shape {step.shape}"]
     if step.strides is not None:
         parts.append(f"strides {step.strides}")
@@ -134,8 +137,12 @@ def alignment_figure(
         if m.outcome == EQUAL:
             texts[2].append("= equal")
         elif m.outcome == STRETCHED:
-            was = 1 if (m.size_a if m.stretched == "a" else m.size_b) is not None else "–"
-            texts[2].append(f"{STRETCH_GLYPH} stretch {was}→{m.result}")
+            missing = (m.size_a if m.stretched == "a" else m.size_b) is None
+            texts[2].append(
+                f"{STRETCH_GLYPH} new axis → {m.result}"
+                if missing
+                else f"{STRETCH_GLYPH} stretch 1 → {m.result}"
+            )
         else:
             texts[2].append("✗ clash")
         fills[2].append(_FILL[m.outcome])
@@ -202,10 +209,11 @@ def alignment_figure(
         height=420,
     )
     fig.update_layout(margin={"l": 230, "t": 170, "b": 30})
-    lines = [alignment.explanation] + [m.explanation for m in alignment.axes]
     text = (
-        f"Alignment diagram of {alignment.name_a} {alignment.shape_a} and {alignment.name_b} "
-        f"{alignment.shape_b}, right-aligned, one column per axis. " + " ".join(lines)
+        f"Alignment diagram: {alignment.name_a} {alignment.shape_a} above {alignment.name_b} "
+        f"{alignment.shape_b}, right-aligned, one column per axis, then the outcome and the "
+        f"result size. {alignment.explanation} Axis by axis: "
+        + " ".join(m.explanation for m in alignment.axes)
     )
     return describe(fig, text)
 
@@ -263,7 +271,9 @@ def provenance_figure(prov: Provenance, *, zrange: tuple[float, float] | None = 
         align="left",
         font={"size": FONT_SIZE},
     )
-    base_layout(fig, title=f"Where weighted[{b}, {h}] comes from", subtitle=prov.formula, height=400)
+    base_layout(
+        fig, title=f"Where weighted[{b}, {h}] comes from", subtitle=prov.formula, height=400
+    )
     fig.update_layout(
         height=390 + 28 * len(chunks),
         margin={"l": 230, "t": 150, "b": 60 + 30 * len(chunks)},
@@ -288,6 +298,10 @@ def _as_2d(value: np.ndarray, names: Sequence[str]) -> tuple[np.ndarray, tuple[s
         note = f" (drawn without its size-1 {names[i]} axis)"
         value = value.reshape([s for j, s in enumerate(value.shape) if j != i])
         names.pop(i)
+    if value.ndim > 2:  # no size-1 axis left: put the leading axes side by side in rows
+        value = value.reshape(-1, value.shape[-1])
+        names = [" × ".join(names[:-1]), names[-1]]
+        note = " (leading axes flattened into rows)"
     if value.ndim == 1:
         value, names = value[None, :], ["", names[0]]
     return value, (names[0], names[1]), note
@@ -332,20 +346,21 @@ def mistake_figure(mistake: Mistake, *, zrange: tuple[float, float] | None = Non
     else:
         message = mistake.error or "no tensor"
         wrapped = "<br>".join(_wrap(f"RuntimeError: {message}", 38))
+        x_domain = fig.layout.xaxis.domain
         fig.add_annotation(
             text=wrapped,
-            xref="x domain",
-            yref="y domain",
-            x=0.5,
+            xref="paper",
+            yref="paper",
+            x=(x_domain[0] + x_domain[1]) / 2,
             y=0.5,
+            xanchor="center",
+            yanchor="middle",
             showarrow=False,
             font={"size": FONT_SIZE - 1, "family": "DejaVu Sans Mono, monospace"},
             bordercolor="#4d4d4d",
             borderwidth=2,
             borderpad=8,
             bgcolor="#f0f0f0",
-            row=1,
-            col=1,
         )
         fig.update_xaxes(visible=False, row=1, col=1)
         fig.update_yaxes(visible=False, row=1, col=1)
@@ -368,7 +383,8 @@ def mistake_figure(mistake: Mistake, *, zrange: tuple[float, float] | None = Non
     if mistake.variant:
         subtitle += " (T == H variant)"
     rows = max(exp2.shape[0], 1 if got is None else _as_2d(got, mistake.axis_names)[0].shape[0])
-    base_layout(fig, title=mistake.title, subtitle=subtitle, height=max(380, 250 + 60 * rows))
+    base_layout(fig, title=mistake.title, subtitle=subtitle, height=260 + ROW_PX * max(rows, 2))
+    square_cells(fig)
     desc = (
         f"{mistake.title}: {mistake.code} on net_output of shape {mistake.input_shape}. "
         f"Outcome: {mistake.outcome}. {got_text} The right answer, {mistake.expected_code}, has "
@@ -396,7 +412,11 @@ def _wrap(text: str, width: int) -> list[str]:
 
 def mistakes_figure(items: Sequence[Mistake]) -> go.Figure:
     """The gallery at a glance: a table of every form, its outcome, shapes and torch's message."""
-    code = [f"<b>{_html(m.code)}</b>" + (" (T == H variant)" if m.variant else "") for m in items]
+    code = [
+        f"<b>{_html(m.code)}</b>"
+        + (f"<br>T == H variant, inputs {m.input_shape}" if m.variant else "")
+        for m in items
+    ]
     outcome = [f"{_OUTCOME_SYMBOL[m.outcome]} {m.outcome}" for m in items]
     shapes = [f"{'–' if m.shape is None else m.shape} (want {m.expected_shape})" for m in items]
     errors = ["<br>".join(_wrap(m.error, 40)) if m.error else "no error raised" for m in items]
@@ -424,7 +444,7 @@ def mistakes_figure(items: Sequence[Mistake]) -> go.Figure:
         fig,
         title="Mistakes gallery",
         subtitle="each form run live by torch: ✓ right · ✗ fails or wrong shape · ⚠ silently wrong",
-        height=200 + 70 * len(items),
+        height=190 + 62 * len(items),
     )
     fig.update_layout(margin={"l": 20, "r": 20})
     lines = [
@@ -461,7 +481,7 @@ def gradient_figure(
         )
         return describe(fig, text)
     if part != "att_scores":
-        raise ValueError(f"part must be 'att_scores' or 'net_output', got {part!r}.")
+        raise AttnvizError(f"part must be 'att_scores' or 'net_output', got {part!r}.")
     up = to_numpy(grads.upstream)
     auto = to_numpy(grads.att_scores)
     formula = to_numpy(grads.att_scores_formula)
@@ -508,8 +528,9 @@ def gradient_figure(
         subtitle=(
             f"autograd {ok} the formula (largest difference {grads.att_scores_max_abs_diff:.1e})"
         ),
-        height=max(380, 260 + 60 * up.shape[0]),
+        height=260 + ROW_PX * max(up.shape[0], 2),
     )
+    square_cells(fig)
     text = (
         f"Gradient of the loss with respect to att_scores, shape {tuple(auto.shape)}. Left: the "
         f"upstream gradient, shape {tuple(up.shape)}, {range_text(up)}. Middle: autograd's "

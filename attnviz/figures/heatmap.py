@@ -17,6 +17,8 @@ import torch
 from plotly.subplots import make_subplots
 from torch import Tensor
 
+from attnviz.errors import AttnvizError
+
 #: Blue (negative) - white (zero) - orange (positive): distinguishable with the common colour-vision
 #: deficiencies (after ColorBrewer's colour-blind-safe diverging schemes).
 COLORSCALE = [
@@ -34,6 +36,10 @@ FONT_FAMILY = "Arial, Helvetica, sans-serif"
 #: Glyph written in cells that exist only by broadcasting (stride 0), beside the number.
 STRETCH_GLYPH = "↔"
 MARK_COLOR = "#222222"
+#: Height of a heatmap cell as a fraction of its width.
+CELL_RATIO = 0.62
+#: Pixels per row of cells used to size a figure's height.
+ROW_PX = 58
 
 AXIS_DEFAULTS = {
     1: ("word",),
@@ -91,6 +97,22 @@ def _zrange(
         m = max(abs(lo), abs(hi)) or 1.0
         return (-m, m)
     return shared_zrange(arrays)
+
+
+def square_cells(fig: go.Figure, *, ratio: float = CELL_RATIO) -> go.Figure:
+    """Give every heatmap cells of one fixed aspect (height = ratio x width), so a (B, T, 1)
+    tensor looks like a column and a (B, T, H) one like a block, whatever the page width."""
+    for trace in fig.data:
+        if trace.type != "heatmap":
+            continue
+        x_id, y_id = trace.xaxis or "x", trace.yaxis or "y"
+        x_axis = fig.layout["xaxis" + x_id[1:]]
+        y_axis = fig.layout["yaxis" + y_id[1:]]
+        y_axis.scaleanchor = x_id
+        y_axis.scaleratio = ratio
+        x_axis.constrain = "domain"
+        y_axis.constrain = "domain"
+    return fig
 
 
 def describe(fig: go.Figure, text: str) -> go.Figure:
@@ -285,7 +307,9 @@ def tensor_figure(
     """
     arr = to_numpy(value)
     if arr.ndim not in (1, 2, 3):
-        raise ValueError(f"tensor_figure draws 1-D, 2-D or 3-D tensors, got shape {arr.shape}.")
+        raise AttnvizError(
+            f"tensor_figure draws 1-D, 2-D or 3-D tensors, got shape {tuple(arr.shape)}."
+        )
     names = tuple(axis_names) if axis_names else AXIS_DEFAULTS[arr.ndim]
     if len(names) != arr.ndim:
         raise ValueError(
@@ -299,7 +323,7 @@ def tensor_figure(
     if arr.ndim == 3:
         fig = _panels_figure(arr, names, zmin, zmax, mask, digits, name)
         n_rows_grid = math.ceil(shape[0] / _ncols(shape))
-        height = max(300, 110 + n_rows_grid * (70 + 48 * shape[1]))
+        height = 200 + n_rows_grid * (80 + ROW_PX * shape[1])
         layout = (
             f"one panel per {names[0]} ({shape[0]} panels); in each, rows are {names[1]}s "
             f"({shape[1]}) and columns are {names[2]} features ({shape[2]})"
@@ -329,13 +353,14 @@ def tensor_figure(
             fig.update_yaxes(showticklabels=False)
         if mask2 is not None:
             _mark_cells(fig, mask2)
-        height = max(260, 200 + 55 * arr2.shape[0])
+        height = 230 + ROW_PX * arr2.shape[0]
         layout = (
             f"one row of {shape[0]} {names[0]}s"
             if arr.ndim == 1
             else f"rows are {names[0]}s ({shape[0]}), columns are {names[1]}s ({shape[1]})"
         )
     base_layout(fig, title=title, subtitle=subtitle, height=height)
+    square_cells(fig)
     marked = int(mask.sum()) if mask is not None else 0
     text = (
         f"{title}. Heatmap of shape {shape}: {layout}. {range_text(arr).capitalize()}; the "
@@ -349,15 +374,15 @@ def tensor_figure(
             xref="paper",
             yref="paper",
             x=0,
-            y=-0.02,
+            y=0,
             xanchor="left",
             yanchor="top",
-            yshift=-40,
+            yshift=-75,
             showarrow=False,
             font={"size": FONT_SIZE - 2},
             align="left",
         )
-        fig.update_layout(margin={"b": 130}, height=height + 50)
+        fig.update_layout(margin={"b": 150}, height=height + 70)
         text += f" {marked} of {arr.size} cells are marked {STRETCH_GLYPH}: " + note
     return describe(fig, text)
 

@@ -1,0 +1,291 @@
+"""Performance figures from benchmark records (``attnviz.bench`` Measurements or their dicts).
+
+- ``time_vs_bytes_figure``: median time vs input size, per method per device (log-log), the read
+  floor dashed, error bars from the interquartile range, and where a GPU overtakes the CPU.
+- ``roofline_figure``: achieved GB/s vs input size, with each device's read floor as its roof.
+- ``extra_memory_figure``: measured peak extra memory per method, against the size of x itself:
+  the one-liner's (B, T, H) temporary.
+
+Every figure stores a plain-text description in ``fig.layout.meta["description"]``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import plotly.graph_objects as go
+
+from attnviz.bench.harness import COPY, FLOOR, Measurement, input_bytes, parse_dtype
+from attnviz.bench.sweep import crossover, roofline
+
+# Okabe-Ito: distinguishable with the common colour-vision deficiencies
+PALETTE = {
+    "broadcast": "#E69F00",
+    "einsum": "#56B4E9",
+    "bmm": "#009E73",
+    "fused": "#D55E00",
+    "loop": "#CC79A7",
+    "auto": "#0072B2",
+    FLOOR: "#000000",
+    COPY: "#999999",
+}
+DASH = {"cpu": "solid", "cuda": "dash", "mps": "dot"}
+SYMBOL = {"cpu": "circle", "cuda": "diamond", "mps": "square"}
+FONT = {"size": 16}
+
+
+def _records(records: Iterable[Measurement | dict]) -> list[dict]:
+    return [r.as_dict() if isinstance(r, Measurement) else dict(r) for r in records]
+
+
+def _xbytes(r: dict) -> int:
+    return input_bytes(tuple(r["shape"]), parse_dtype(r["dtype"]))
+
+
+def _fmt_bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.3g} {unit}"
+        n /= 1024
+    return f"{n:.3g} GiB"
+
+
+def _fmt_time(s: float) -> str:
+    if s < 1e-3:
+        return f"{s * 1e6:.3g} µs"
+    if s < 1:
+        return f"{s * 1e3:.3g} ms"
+    return f"{s:.3g} s"
+
+
+def _describe(fig: go.Figure, text: str) -> go.Figure:
+    meta = dict(fig.layout.meta) if isinstance(fig.layout.meta, dict) else {}
+    meta["description"] = text
+    fig.update_layout(meta=meta)
+    return fig
+
+
+def _series(records: list[dict]) -> dict[tuple[str, str], list[dict]]:
+    """(device, method) -> records sorted by input bytes."""
+    out: dict[tuple[str, str], list[dict]] = {}
+    for r in records:
+        out.setdefault((r["device"], r["method"]), []).append(r)
+    for rs in out.values():
+        rs.sort(key=_xbytes)
+    return out
+
+
+def _kind(device: str) -> str:
+    return device.split(":")[0]
+
+
+def _line(device: str, method: str) -> dict:
+    dash = "dot" if method in (FLOOR, COPY) else DASH.get(_kind(device), "solid")
+    return {"color": PALETTE.get(method, "#444444"), "dash": dash, "width": 2.5}
+
+
+def _layout(fig: go.Figure, title: str, ytitle: str, ylog: bool = True) -> None:
+    fig.update_layout(
+        title=title,
+        font=FONT,
+        template="plotly_white",
+        legend_title_text="method · device",
+        hovermode="closest",
+        margin={"l": 80, "r": 30, "t": 70, "b": 70},
+    )
+    fig.update_xaxes(title="input size (x and w)", type="log", tickformat="~s", ticksuffix="B")
+    fig.update_yaxes(title=ytitle, type="log" if ylog else "linear")
+
+
+def _largest(records: list[dict], device: str) -> list[dict]:
+    rs = [r for r in records if r["device"] == device]
+    if not rs:
+        return []
+    top = max(_xbytes(r) for r in rs)
+    return [r for r in rs if _xbytes(r) == top]
+
+
+def _gpu(records: list[dict]) -> str | None:
+    gpus = sorted({r["device"] for r in records if _kind(r["device"]) in ("cuda", "mps")})
+    return gpus[0] if gpus else None
+
+
+def time_vs_bytes_figure(records: Iterable[Measurement | dict]) -> go.Figure:
+    """Median time per call vs input bytes, one line per method per device; floor dotted."""
+    recs = _records(records)
+    fig = go.Figure()
+    for (device, method), rs in sorted(_series(recs).items()):
+        fig.add_trace(
+            go.Scatter(
+                x=[_xbytes(r) for r in rs],
+                y=[r["median_s"] for r in rs],
+                error_y={
+                    "type": "data",
+                    "symmetric": False,
+                    "array": [max(0.0, r["q3_s"] - r["median_s"]) for r in rs],
+                    "arrayminus": [max(0.0, r["median_s"] - r["q1_s"]) for r in rs],
+                    "thickness": 1,
+                },
+                mode="lines+markers",
+                name=f"{method} · {device}",
+                line=_line(device, method),
+                marker={"symbol": SYMBOL.get(_kind(device), "circle"), "size": 8},
+                customdata=[["x".join(map(str, r["shape"])), _fmt_time(r["median_s"])] for r in rs],
+                hovertemplate="%{customdata[0]} (%{x:.3s}B): %{customdata[1]}<extra>"
+                + f"{method} · {device}</extra>",
+            )
+        )
+    _layout(fig, "Time per call vs input size", "median time per call (s)")
+    parts = []
+    for device in sorted({r["device"] for r in recs}):
+        top = _largest(recs, device)
+        methods = [r for r in top if r["method"] not in (FLOOR, COPY)]
+        if not methods:
+            continue
+        best = min(methods, key=lambda r: r["median_s"])
+        shape = "x".join(map(str, best["shape"]))
+        line = (
+            f"On {device} at {shape} ({_fmt_bytes(_xbytes(best))}) the fastest method is "
+            f"{best['method']} at {_fmt_time(best['median_s'])}"
+        )
+        naive = next((r for r in methods if r["method"] == "broadcast"), None)
+        if naive is not None and naive is not best:
+            line += f"; the broadcast one-liner takes {naive['median_s'] / best['median_s']:.1f}x as long"
+        parts.append(line + ".")
+    gpu = _gpu(recs)
+    if gpu is not None and any(r["device"] == "cpu" for r in recs):
+        at = crossover(recs, "cpu", gpu)
+        if at is None:
+            parts.append(f"{gpu} never overtakes the CPU at the measured sizes.")
+        else:
+            fig.add_vline(x=at, line={"color": "#555555", "dash": "dash", "width": 1})
+            fig.add_annotation(
+                x=at,
+                y=1,
+                yref="paper",
+                xanchor="left",
+                text=f" {gpu} faster from {_fmt_bytes(at)}",
+                showarrow=False,
+            )
+            parts.append(
+                f"{gpu} is faster than the CPU from {_fmt_bytes(at)} of input up; below that, "
+                f"kernel launches and fixed costs dominate and the CPU wins."
+            )
+    if not recs:
+        parts.append("No measurements yet.")
+    return _describe(fig, "Time per call against input size on log-log axes. " + " ".join(parts))
+
+
+def roofline_figure(records: Iterable[Measurement | dict]) -> go.Figure:
+    """Achieved GB/s vs input bytes per method per device, each device's read floor as a roof."""
+    recs = _records(records)
+    fig = go.Figure()
+    for (device, method), rs in sorted(_series(recs).items()):
+        fig.add_trace(
+            go.Scatter(
+                x=[_xbytes(r) for r in rs],
+                y=[r["gbps"] for r in rs],
+                mode="lines+markers",
+                name=f"{method} · {device}",
+                line=_line(device, method),
+                marker={"symbol": SYMBOL.get(_kind(device), "circle"), "size": 8},
+                customdata=[
+                    [
+                        "x".join(map(str, r["shape"])),
+                        "-" if r["ratio_to_floor"] is None else f"{r['ratio_to_floor']:.0%}",
+                    ]
+                    for r in rs
+                ],
+                hovertemplate="%{customdata[0]}: %{y:.3g} GB/s (%{customdata[1]} of the floor)"
+                + f"<extra>{method} · {device}</extra>",
+            )
+        )
+    roofs = roofline(recs)
+    for device, gbps in sorted(roofs.items()):
+        fig.add_hline(
+            y=gbps,
+            line={"color": "#000000", "dash": "dot", "width": 1},
+            annotation_text=f"read floor {device}: {gbps:.3g} GB/s",
+            annotation_position="top left",
+        )
+    _layout(fig, "Bandwidth achieved vs input size", "GB/s (read x and w, write the output)")
+    parts = []
+    for device in sorted(roofs):
+        top = [r for r in _largest(recs, device) if r["method"] not in (FLOOR, COPY)]
+        if not top:
+            continue
+        shape = "x".join(map(str, top[0]["shape"]))
+        shares = ", ".join(
+            f"{r['method']} {r['ratio_to_floor']:.0%}"
+            for r in sorted(top, key=lambda r: -r["gbps"])
+            if r["ratio_to_floor"] is not None
+        )
+        parts.append(
+            f"On {device} the best plain read reaches {roofs[device]:.3g} GB/s; at {shape} the "
+            f"methods reach this share of the read floor measured in the same run: {shares}."
+        )
+    text = (
+        "Achieved bandwidth against input size. The operation reads every number of x once and "
+        "does two flops per number, so it is limited by memory bandwidth: the read floor x.sum() "
+        "is the roof. " + (" ".join(parts) if parts else "No measurements yet.")
+    )
+    return _describe(fig, text)
+
+
+def extra_memory_figure(records: Iterable[Measurement | dict]) -> go.Figure:
+    """Measured peak extra memory per method vs input bytes, with x's own size as a guide."""
+    recs = [r for r in _records(records) if r.get("extra_peak_bytes") is not None]
+    recs = [r for r in recs if r["method"] not in (FLOOR, COPY)]
+    fig = go.Figure()
+    for (device, method), rs in sorted(_series(recs).items()):
+        fig.add_trace(
+            go.Scatter(
+                x=[_xbytes(r) for r in rs],
+                y=[max(1, r["extra_peak_bytes"]) for r in rs],
+                mode="lines+markers",
+                name=f"{method} · {device}",
+                line=_line(device, method),
+                marker={"symbol": SYMBOL.get(_kind(device), "circle"), "size": 8},
+                customdata=[
+                    ["x".join(map(str, r["shape"])), _fmt_bytes(r["extra_peak_bytes"])] for r in rs
+                ],
+                hovertemplate="%{customdata[0]}: %{customdata[1]} extra"
+                + f"<extra>{method} · {device}</extra>",
+            )
+        )
+    if recs:
+        xs = sorted({_xbytes(r) for r in recs})
+        fig.add_trace(
+            go.Scatter(
+                x=xs,
+                y=xs,
+                mode="lines",
+                name="size of x itself",
+                line={"color": "#999999", "dash": "dot", "width": 1.5},
+                hoverinfo="skip",
+            )
+        )
+    _layout(fig, "Peak extra memory per call", "peak extra memory (bytes)")
+    fig.update_yaxes(tickformat="~s", ticksuffix="B")
+    parts = []
+    for device in sorted({r["device"] for r in recs}):
+        top = _largest(recs, device)
+        if not top:
+            continue
+        shape = "x".join(map(str, top[0]["shape"]))
+        size = _xbytes(top[0])
+        items = ", ".join(
+            f"{r['method']} {_fmt_bytes(r['extra_peak_bytes'])}"
+            for r in sorted(top, key=lambda r: -r["extra_peak_bytes"])
+        )
+        parts.append(
+            f"On {device} at {shape} (x and w: {_fmt_bytes(size)}) the measured peak extra "
+            f"memory is: {items}."
+        )
+    text = (
+        "Peak memory allocated during one call, above the inputs, against input size. The "
+        "broadcast one-liner materialises the (B, T, H) product before summing, so it needs "
+        "about as much again as x; the one-pass methods need only the (B, H) output. "
+        + (" ".join(parts) if parts else "No memory measurements yet (run with memory=True).")
+    )
+    return _describe(fig, text)

@@ -1,0 +1,359 @@
+"""attnviz.figures as data: z values, cell text, broadcast marks, annotations and descriptions."""
+
+import re
+
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+import torch
+
+from attnviz import AttnvizError, examples, trace
+from attnviz.figures import (
+    COLORSCALE,
+    STRETCH_GLYPH,
+    alignment_figure,
+    description,
+    figure_html,
+    gradient_figure,
+    mistake_figure,
+    mistakes_figure,
+    provenance_figure,
+    shared_zrange,
+    step_figure,
+    story_figures,
+    tensor_figure,
+    view_copy_figure,
+)
+
+SHAPES = [(2, 3, 5), (3, 4, 4), (1, 1, 1), (1, 4, 2), (4, 1, 3), (2, 5, 1)]
+
+
+def random_inputs(b, t, h, *, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(b, t, h, generator=g)  # (B,T,H)
+    w = torch.rand(b, t, generator=g)  # (B,T)
+    return x, w
+
+
+def heatmaps(fig):
+    return [tr for tr in fig.data if tr.type == "heatmap"]
+
+
+def z_of(trace_):
+    return np.array([[np.nan if v is None else v for v in row] for row in trace_.z], dtype=float)
+
+
+def every_figure(x, w):
+    """One of each builder on these inputs."""
+    steps = trace.broadcast_steps(x, w)
+    figs = story_figures(steps)
+    figs.append(alignment_figure(trace.align_shapes(x.shape, w.shape)))
+    figs.append(provenance_figure(trace.provenance(x, w, 0, 0)))
+    items = trace.mistakes(x, w)
+    figs.append(mistakes_figure(items))
+    figs.extend(mistake_figure(m) for m in items)
+    g = trace.gradients(x, w)
+    figs.append(gradient_figure(g))
+    figs.append(gradient_figure(g, part="net_output"))
+    figs.append(view_copy_figure(trace.view_vs_copy(w, x.shape[2])))
+    return figs
+
+
+# ---------------------------------------------------------------- tensor_figure
+
+
+def test_one_dimensional_tensor_is_one_row():
+    fig = tensor_figure(torch.tensor([0.5, -1.0, 2.0]), title="w")
+    (hm,) = heatmaps(fig)
+    assert z_of(hm).tolist() == [[0.5, -1.0, 2.0]]
+    assert fig.layout.xaxis.title.text == "word"
+    assert [list(row) for row in hm.text] == [["0.500", "-1.000", "2.000"]]
+
+
+def test_two_dimensional_tensor_labels_sentence_and_word():
+    _, w = examples.classic()
+    fig = tensor_figure(w, title="att_scores")
+    (hm,) = heatmaps(fig)
+    np.testing.assert_allclose(z_of(hm), w.numpy(), rtol=1e-6)
+    assert fig.layout.yaxis.title.text == "sentence"
+    assert fig.layout.xaxis.title.text == "word"
+    assert hm.text[0][1] == "0.528"
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_three_dimensional_tensor_has_one_panel_per_sentence(shape):
+    x, _ = random_inputs(*shape)
+    fig = tensor_figure(x, title="net_output")
+    maps = heatmaps(fig)
+    assert len(maps) == shape[0]
+    for b, hm in enumerate(maps):
+        np.testing.assert_allclose(z_of(hm), x[b].numpy(), rtol=1e-6)
+    titles = [a.text for a in fig.layout.annotations]
+    assert [f"sentence {b}" for b in range(shape[0])] == titles[: shape[0]]
+    assert fig.layout.xaxis.title.text == "hidden" and fig.layout.yaxis.title.text == "word"
+
+
+def test_every_cell_shows_its_number():
+    x, _ = random_inputs(2, 3, 4)
+    for b, hm in enumerate(heatmaps(tensor_figure(x, title="x"))):
+        shown = np.array([[float(s) for s in row] for row in hm.text])
+        np.testing.assert_allclose(shown, x[b].numpy(), atol=5e-4 + 1e-9, rtol=0)
+
+
+def test_colour_scale_is_zero_centred_and_colour_blind_safe():
+    fig = tensor_figure(torch.tensor([[0.1, 0.3]]), title="w")
+    (hm,) = heatmaps(fig)
+    assert hm.zmid == 0 and hm.zmin == -hm.zmax == pytest.approx(-0.3)
+    assert [c[1] for c in hm.colorscale] == [c[1] for c in COLORSCALE]
+    assert "#2166ac" in str(hm.colorscale) and "#b35806" in str(hm.colorscale)
+
+
+def test_given_zrange_is_made_symmetric():
+    (hm,) = heatmaps(tensor_figure(torch.ones(2, 2), title="w", zrange=(-0.5, 3.0)))
+    assert (hm.zmin, hm.zmax) == (-3.0, 3.0)
+
+
+def test_tensor_figure_rejects_four_axes():
+    with pytest.raises(AttnvizError) as info:
+        tensor_figure(torch.zeros(1, 2, 3, 4), title="x")
+    assert "(1, 2, 3, 4)" in str(info.value)
+
+
+def test_fonts_are_big_enough_for_a_projector():
+    fig = tensor_figure(torch.rand(2, 3, 5), title="x")
+    assert fig.layout.font.size >= 16 and fig.layout.title.font.size >= 20
+    assert all(hm.textfont.size >= 14 for hm in heatmaps(fig))
+
+
+def test_nan_cell_is_blank_but_labelled():
+    (hm,) = heatmaps(tensor_figure(torch.tensor([[1.0, float("nan")]]), title="w"))
+    assert hm.z[0][1] is None and hm.text[0][1] == "nan"
+
+
+# ---------------------------------------------------------------- broadcast marks
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 5), (3, 4, 4), (1, 1, 3), (4, 2, 2)])
+def test_expand_step_marks_exactly_the_broadcast_cells(shape):
+    b, t, h = shape
+    steps = trace.broadcast_steps(*random_inputs(*shape))
+    fig = step_figure(next(s for s in steps if s.key == "expand"))
+    for hm in heatmaps(fig):
+        marked = [[STRETCH_GLYPH in cell for cell in row] for row in hm.text]
+        assert marked == [[j > 0 for j in range(h)] for _ in range(t)]
+    dotted = [s for s in fig.layout.shapes if s.line.dash == "dot"]
+    assert len(dotted) == b * t * (h - 1)
+    note = " ".join(a.text for a in fig.layout.annotations)
+    assert f"hidden axis stretched from 1 to {h} (stride 0)" in note
+    assert f"{b * t * (h - 1)} of {b * t * h} cells are marked" in description(fig)
+
+
+@pytest.mark.parametrize("key", ["net_output", "unsqueeze", "product", "sum", "result"])
+def test_real_cells_are_not_marked(key):
+    steps = trace.broadcast_steps(*random_inputs(2, 3, 5))
+    fig = step_figure(next(s for s in steps if s.key == key))
+    assert not any(STRETCH_GLYPH in cell for hm in heatmaps(fig) for row in hm.text for cell in row)
+    assert not fig.layout.shapes
+
+
+def test_expand_with_one_hidden_feature_marks_nothing():
+    steps = trace.broadcast_steps(*random_inputs(2, 3, 1))
+    fig = step_figure(next(s for s in steps if s.key == "expand"))
+    assert not fig.layout.shapes
+
+
+# ---------------------------------------------------------------- the story
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_story_shares_one_colour_range(shape):
+    steps = trace.broadcast_steps(*random_inputs(*shape, seed=1))
+    lo, hi = shared_zrange(steps)
+    largest = max(float(s.value.abs().max()) for s in steps if s.value is not None)
+    assert (lo, hi) == (pytest.approx(-largest), pytest.approx(largest))
+    for fig in story_figures(steps):
+        for hm in heatmaps(fig):
+            assert (hm.zmin, hm.zmax) == (lo, hi)
+
+
+def test_shared_zrange_of_zeros_is_not_empty():
+    assert shared_zrange([torch.zeros(2, 3), None]) == (-1.0, 1.0)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_step_figures_show_step_values(shape):
+    steps = trace.broadcast_steps(*random_inputs(*shape, seed=2))
+    for s, fig in zip(steps, story_figures(steps), strict=True):
+        if s.value is None:
+            continue
+        maps = heatmaps(fig)
+        z = np.stack([z_of(hm) for hm in maps]) if s.value.ndim == 3 else z_of(maps[0])
+        want = s.value.numpy() if s.value.ndim > 1 else s.value.numpy()[None]
+        np.testing.assert_allclose(z, want, rtol=1e-6)
+
+
+def test_step_subtitle_gives_code_shape_and_strides():
+    steps = trace.broadcast_steps(*examples.classic())
+    fig = step_figure(next(s for s in steps if s.key == "expand"))
+    sub = fig.layout.title.subtitle.text
+    assert "att_scores[..., None].expand(2, 3, 5)" in sub
+    assert "shape (2, 3, 5)" in sub and "strides (3, 1, 0)" in sub and "0 new bytes" in sub
+
+
+def test_result_description_reports_the_cross_checks():
+    steps = trace.broadcast_steps(*examples.classic())
+    text = description(step_figure(steps[-1]))
+    assert "einsum: agrees" in text and "bmm: agrees" in text
+
+
+# ---------------------------------------------------------------- alignment
+
+
+def test_alignment_figure_draws_each_outcome_with_a_glyph():
+    al = trace.align_shapes((2, 3, 5), (2, 3, 1), name_a="net_output", name_b="w")
+    fig = alignment_figure(al, axis_names=("sentence", "word", "hidden"))
+    texts = [a.text for a in fig.layout.annotations]
+    assert texts.count("= equal") == 2 and f"{STRETCH_GLYPH} stretch 1 → 5" in texts
+    assert f"1 {STRETCH_GLYPH}" in texts
+    assert list(fig.layout.yaxis.ticktext) == ["net_output", "w", "outcome", "result"]
+    assert "(hidden)" in fig.layout.xaxis.ticktext[2]
+    assert "broadcast to (2, 3, 5)" in description(fig)
+
+
+def test_alignment_figure_shows_the_clash():
+    al = trace.align_shapes((2, 3, 5), (2, 3), name_a="net_output", name_b="att_scores")
+    fig = alignment_figure(al)
+    texts = [a.text for a in fig.layout.annotations]
+    assert texts.count("✗ clash") == 2 and "5 ✗" in texts and "3 ✗" in texts
+    assert f"{STRETCH_GLYPH} new axis → 2" in texts
+    assert "5 meets 3" in description(fig)
+
+
+def test_align_step_figure_is_the_alignment_diagram():
+    steps = trace.broadcast_steps(*examples.classic())
+    fig = step_figure(next(s for s in steps if s.key == "align"))
+    assert not heatmaps(fig)
+    assert "torch.broadcast_shapes((2, 3, 5), (2, 3, 1))" in description(fig)
+
+
+# ---------------------------------------------------------------- provenance
+
+
+def test_provenance_figure_rows_are_weight_value_product():
+    x, w = examples.classic()
+    p = trace.provenance(x, w, 1, 3)
+    fig = provenance_figure(p)
+    z = z_of(heatmaps(fig)[0])
+    np.testing.assert_allclose(z[0, :3], w[1].numpy(), rtol=1e-6)
+    np.testing.assert_allclose(z[1, :3], x[1, :, 3].numpy(), rtol=1e-6)
+    np.testing.assert_allclose(z[2, :3], (w[1] * x[1, :, 3]).numpy(), rtol=1e-6)
+    assert z[2, 3] == pytest.approx(p.total)
+    assert np.isnan(z[0, 3]) and np.isnan(z[1, 3])
+    assert p.equation in description(fig)
+
+
+# ---------------------------------------------------------------- mistakes
+
+
+def test_error_mistake_shows_torch_message():
+    m = next(m for m in trace.mistakes(*examples.classic()) if m.key == "no_new_axis")
+    fig = mistake_figure(m)
+    assert len(heatmaps(fig)) == 1  # only the right answer
+    boxed = " ".join(a.text for a in fig.layout.annotations).replace("<br>", " ")
+    assert "RuntimeError: The size of tensor a (5) must match" in boxed
+    assert "Outcome: error" in description(fig)
+
+
+def test_silent_mistake_marks_differing_cells_beside_right_answer():
+    x, w = random_inputs(3, 4, 4, seed=9)
+    m = next(m for m in trace.mistakes(x, w) if m.key == "middle_axis")
+    fig = mistake_figure(m)
+    got, right = heatmaps(fig)
+    np.testing.assert_allclose(z_of(got), m.value.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(z_of(right), m.expected.numpy(), rtol=1e-6)
+    differ = ~np.isclose(m.value.numpy(), m.expected.numpy(), rtol=1e-5, atol=1e-6)
+    assert [["≠" in c for c in row] for row in got.text] == differ.tolist()
+    assert "silently wrong" in description(fig)
+
+
+def test_variant_mistake_figure_says_how_it_was_built():
+    m = next(m for m in trace.mistakes(*examples.classic()) if m.variant)
+    fig = mistake_figure(m)
+    assert "T == H variant" in fig.layout.title.subtitle.text
+    assert "feature k mod H" in description(fig)
+
+
+def test_keepdim_mistake_is_drawn_flat_with_a_note():
+    m = next(m for m in trace.mistakes(*examples.classic()) if m.key == "keepdim")
+    fig = mistake_figure(m)
+    got = heatmaps(fig)[0]
+    np.testing.assert_allclose(z_of(got), m.value[:, 0].numpy(), rtol=1e-6)
+    assert "(2, 1, 5)" in description(fig) and "size-1 word axis" in description(fig)
+
+
+def test_mistakes_table_has_a_row_per_form():
+    items = trace.mistakes(*examples.classic())
+    fig = mistakes_figure(items)
+    (table,) = fig.data
+    codes, outcomes = table.cells.values[0], table.cells.values[1]
+    assert len(codes) == len(items)
+    assert outcomes[0] == "✓ right"
+    assert any(o == "⚠ silently wrong" for o in outcomes)
+    assert "T == H variant, inputs (2, 3, 3)" in " ".join(codes)
+
+
+# ---------------------------------------------------------------- gradients, view vs copy
+
+
+def test_gradient_figure_shows_upstream_autograd_and_formula():
+    x, w = random_inputs(2, 3, 4, seed=10)
+    g = trace.gradients(x, w, torch.randn(2, 4))
+    up, auto, formula = heatmaps(gradient_figure(g))
+    np.testing.assert_allclose(z_of(up), g.upstream.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(z_of(auto), g.att_scores.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(z_of(formula), g.att_scores_formula.numpy(), rtol=1e-6)
+
+
+def test_net_output_gradient_figure_has_a_panel_per_sentence():
+    x, w = random_inputs(3, 2, 4, seed=11)
+    g = trace.gradients(x, w)
+    fig = gradient_figure(g, part="net_output")
+    maps = heatmaps(fig)
+    assert len(maps) == 3
+    np.testing.assert_allclose(z_of(maps[2]), g.net_output[2].numpy(), rtol=1e-6)
+    assert "matches" in description(fig)
+
+
+def test_gradient_figure_rejects_unknown_part():
+    with pytest.raises(AttnvizError):
+        gradient_figure(trace.gradients(*examples.classic()), part="weights")
+
+
+def test_view_copy_figure_counts_numbers_in_memory():
+    _, w = random_inputs(2, 3, 5)
+    fig = view_copy_figure(trace.view_vs_copy(w, 5))
+    table, bars = fig.data
+    assert list(bars.y) == [6, 6, 30]
+    assert list(table.cells.values[2]) == ["(3, 1, 1)", "(3, 1, 0)", "(15, 5, 1)"]
+    assert list(table.cells.values[4]) == ["0", "0", "120"]
+    assert "120 new bytes" in description(fig)
+
+
+# ---------------------------------------------------------------- every figure
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_every_figure_has_a_description(shape):
+    for fig in every_figure(*random_inputs(*shape, seed=12)):
+        assert isinstance(fig, go.Figure)
+        text = description(fig)
+        assert len(text) > 40 and "<br>" not in text
+
+
+def test_figure_html_is_self_contained_with_description():
+    fig = step_figure(trace.broadcast_steps(*examples.classic())[4])
+    page = figure_html(fig)
+    assert not re.search(r"<(script|link|img)[^>]*(src|href)=", page)  # nothing fetched
+    assert "plotly.js v" in page  # the library itself is inlined
+    assert "att_scores[..., None].expand(2, 3, 5)" in page
+    assert "<figcaption" in page and page.startswith("<!DOCTYPE html>")
