@@ -1,0 +1,596 @@
+"""The app through streamlit.testing.v1.AppTest: every page and control, and every kind of bad input.
+
+Editors can't be driven with set_value: a test puts the editor's edit dict
+``{"edited_rows": {row: {column: value}}, "added_rows": [], "deleted_rows": []}`` into
+``at.session_state[key]`` before ``run()`` (keys from ``playground.editor_key``). Pages other than
+the default are opened by their url_path through the pages ``st.navigation`` registered.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from streamlit.testing.v1 import AppTest
+from streamlit.util import calc_hash
+
+import attnviz
+from attnviz import examples
+from attnviz.ui import edit, export, link
+from attnviz.ui.playground import editor_key
+from attnviz.ui.sections import TABS
+
+APP = str(Path(__file__).resolve().parents[1] / "app.py")
+TIMEOUT = 90
+
+
+def _app(params: dict[str, str] | None = None, page: str | None = None) -> AppTest:
+    """Run the app as a browser opening /<page>?<params> would (page: a url_path; None: default).
+
+    AppTest has no URL path: it selects a page by its hash, which st.Page derives from url_path
+    with streamlit.util.calc_hash (AppTest.switch_page only handles file-based pages).
+    """
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    for k, v in (params or {}).items():
+        at.query_params[k] = v
+    if page is not None:
+        at._page_hash = calc_hash(page)
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def _result(at: AppTest) -> np.ndarray:
+    """The numbers of the result table `weighted` (B, H) as shown."""
+    frames = [
+        d.value
+        for d in at.dataframe
+        if not d.proto.editing_mode and str(d.value.index[0]).startswith("sentence")
+    ]
+    return frames[0].to_numpy(dtype=np.float64)
+
+
+def _expected(**kw) -> np.ndarray:
+    x, w = examples.classic()
+    return attnviz.weighted_sum(x, w, **kw).numpy().astype(np.float64)
+
+
+def _edit(at: AppTest, key: str, edits: dict) -> AppTest:
+    at.session_state[key] = {"edited_rows": {}, "added_rows": [], "deleted_rows": []} | edits
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def _texts(at: AppTest) -> str:
+    parts = [e.value for e in (*at.error, *at.warning, *at.info, *at.success)]
+    parts += [m.value for m in (*at.markdown, *at.caption, *at.code)]
+    parts += [p.proto.text for p in at.get("progress")]
+    return "\n".join(str(p) for p in parts)
+
+
+def _version(at: AppTest) -> int:
+    return at.session_state["pg_version"]
+
+
+# ---- the Playground ------------------------------------------------------------------------------
+
+
+def test_playground_opens_on_the_classic_result():
+    at = _app()
+    torch.testing.assert_close(_result(at), _expected(), rtol=1e-4, atol=1e-4)
+    assert not at.error
+
+
+def test_playground_shows_one_editor_per_sentence_and_one_for_att_scores():
+    at = _app()
+    editors = [d.value for d in at.dataframe if d.proto.editing_mode]
+    assert [e.shape for e in editors] == [(3, 5), (3, 5), (2, 3)]
+    assert list(editors[0].index) == ["word 0", "word 1", "word 2"]
+
+
+def test_editing_a_cell_changes_the_result():
+    at = _app()
+    _edit(at, editor_key("x", _version(at), 1), {"edited_rows": {2: {"h4": 2.5}}})
+    x, w = examples.classic()
+    x[1, 2, 4] = 2.5
+    torch.testing.assert_close(
+        _result(at), attnviz.weighted_sum(x, w).numpy().astype(np.float64), rtol=1e-4, atol=1e-4
+    )
+
+
+def test_editing_att_scores_changes_the_result():
+    at = _app()
+    _edit(at, editor_key("w", _version(at)), {"edited_rows": {0: {"w0": "1", "w1": 0, "w2": 0.0}}})
+    x, _ = examples.classic()
+    torch.testing.assert_close(_result(at)[0], x[0, 0].double().numpy(), rtol=1e-4, atol=1e-4)
+
+
+BAD_CELLS = [
+    (None, "empty"),
+    ("", "empty"),
+    ("   ", "empty"),
+    ("abc", "not a number"),
+    ("nan", "NaN"),
+    (float("nan"), "NaN"),
+    ("inf", "infinite"),
+    (float("-inf"), "infinite"),
+    ("1e309", "overflows"),
+    (10**400, "too large"),
+    (1e7, "larger than"),
+    (True, "not a number"),
+    ([1, 2], "not a number"),
+    ("x" * 100, "too long"),
+]
+
+
+@pytest.mark.parametrize(("value", "says"), BAD_CELLS)
+def test_bad_cell_shows_a_message_and_keeps_the_last_valid_result(value, says):
+    at = _app()
+    _edit(at, editor_key("x", _version(at), 0), {"edited_rows": {1: {"h2": value}}})
+    errors = " ".join(e.value for e in at.error)
+    assert "net_output[0, 1, 2]" in errors and says in errors
+    torch.testing.assert_close(_result(at), _expected(), rtol=1e-4, atol=1e-4)
+    assert "last valid example" in _texts(at)
+
+
+def test_bad_att_score_names_its_cell():
+    at = _app()
+    _edit(at, editor_key("w", _version(at)), {"edited_rows": {1: {"w2": "zero"}}})
+    assert "att_scores[1, 2] 'zero' is not a number" in " ".join(e.value for e in at.error)
+    torch.testing.assert_close(_result(at), _expected(), rtol=1e-4, atol=1e-4)
+
+
+def test_fixing_a_bad_cell_clears_the_message():
+    at = _app()
+    key = editor_key("x", _version(at), 0)
+    _edit(at, key, {"edited_rows": {0: {"h0": "oops"}}})
+    assert at.error
+    _edit(at, key, {"edited_rows": {0: {"h0": 0.5}}})
+    assert not at.error
+
+
+TAMPERED_EDITS = [
+    ({"added_rows": [{"h0": 1.0}]}, "can't be added"),
+    ({"deleted_rows": [0]}, "can't be deleted"),
+    ({"deleted_rows": [9]}, "can't be deleted"),
+    ({"edited_rows": {7: {"h0": 1.0}}}, "does not exist"),
+    ({"edited_rows": {"x": {"h0": 1.0}}}, "does not exist"),
+    ({"edited_rows": {0: {"zz": 1.0}}}, "does not exist"),
+    ({"edited_rows": [1, 2]}, "unreadable"),
+    ({"edited_rows": {0: "h0"}}, "unreadable"),
+]
+
+
+@pytest.mark.parametrize(("edits", "says"), TAMPERED_EDITS)
+def test_added_deleted_or_tampered_rows_reset_the_tables_with_a_message(edits, says):
+    at = _app()
+    before = _version(at)
+    _edit(at, editor_key("x", before, 0), edits)
+    assert says in " ".join(w.value for w in at.warning)
+    assert _version(at) > before  # fresh editors
+    torch.testing.assert_close(_result(at), _expected(), rtol=1e-4, atol=1e-4)
+
+
+def test_unreadable_editor_state_resets_the_tables():
+    at = _app()
+    _edit_state = editor_key("w", _version(at))
+    at.session_state[_edit_state] = "garbage"
+    at.run()
+    assert not at.exception
+    assert "unreadable" in " ".join(w.value for w in at.warning)
+
+
+@pytest.mark.parametrize("name", list(examples.PRESETS))
+def test_each_preset_shows_its_own_result(name):
+    at = _app()
+    at.selectbox(key="pg_preset").set_value(name).run()
+    assert not at.exception
+    ex = examples.preset(name, 2, 3, 5)
+    expected = attnviz.weighted_sum(
+        ex.net_output, ex.att_scores, mask=ex.mask, normalize=ex.normalize
+    )
+    torch.testing.assert_close(
+        _result(at), expected.numpy().astype(np.float64), rtol=1e-4, atol=1e-4
+    )
+    assert at.toggle(key="pg_softmax").value == (ex.normalize == "softmax")
+    assert at.toggle(key="pg_use_mask").value == (ex.mask is not None)
+
+
+def test_seed_changes_a_random_preset():
+    at = _app()
+    at.selectbox(key="pg_preset").set_value("random").run()
+    first = _result(at)
+    at.number_input(key="pg_seed").set_value(7).run()
+    ex = examples.preset("random", 2, 3, 5, seed=7)
+    torch.testing.assert_close(
+        _result(at),
+        attnviz.weighted_sum(ex.net_output, ex.att_scores).numpy().astype(np.float64),
+        rtol=1e-4,
+        atol=1e-4,
+    )
+    assert not np.allclose(first, _result(at))
+
+
+@pytest.mark.parametrize(
+    ("letter", "size", "shape"), [("t", 5, (2, 5, 5)), ("h", 3, (2, 3, 3)), ("b", 1, (1, 3, 5))]
+)
+def test_resizing_keeps_the_values_that_still_fit(letter, size, shape):
+    at = _app()
+    _edit(at, editor_key("x", _version(at), 0), {"edited_rows": {0: {"h0": 9.0}}})
+    at.number_input(key=f"pg_{letter}").set_value(size).run()
+    assert not at.exception
+    x = at.session_state["pg_x"]
+    assert x.shape == shape
+    x0, _ = examples.classic()
+    kb, kt, kh = (min(a, b) for a, b in zip(shape, (2, 3, 5), strict=True))
+    assert x[0, 0, 0] == 9.0
+    np.testing.assert_array_equal(
+        x[:kb, :kt, :kh].ravel()[1:], x0.numpy()[:kb, :kt, :kh].ravel()[1:]
+    )
+    assert _result(at).shape == (shape[0], shape[2])
+
+
+def test_largest_size_renders():
+    at = _app()
+    for letter, size in zip("bth", (examples.MAX_B, examples.MAX_T, examples.MAX_H), strict=True):
+        at.number_input(key=f"pg_{letter}").set_value(size).run()
+    assert not at.exception and not at.error
+    assert _result(at).shape == (examples.MAX_B, examples.MAX_H)
+
+
+def test_softmax_toggle_softmaxes_the_scores():
+    at = _app()
+    at.toggle(key="pg_softmax").set_value(True).run()
+    torch.testing.assert_close(_result(at), _expected(normalize="softmax"), rtol=1e-4, atol=1e-4)
+    assert "Weights actually applied" in _texts(at)
+
+
+def test_mask_editor_leaves_padded_words_out():
+    at = _app()
+    at.toggle(key="pg_use_mask").set_value(True).run()
+    _edit(at, editor_key("m", _version(at)), {"edited_rows": {0: {"w2": False}}})
+    x, w = examples.classic()
+    mask = torch.ones(2, 3, dtype=torch.bool)
+    mask[0, 2] = False
+    expected = attnviz.weighted_sum(x, w, mask=mask).numpy().astype(np.float64)
+    torch.testing.assert_close(_result(at), expected, rtol=1e-4, atol=1e-4)
+
+
+def test_mask_cell_that_is_not_a_bool_is_refused():
+    at = _app()
+    at.toggle(key="pg_use_mask").set_value(True).run()
+    _edit(at, editor_key("m", _version(at)), {"edited_rows": {0: {"w2": "no"}}})
+    assert "mask[0, 2]" in " ".join(e.value for e in at.error)
+
+
+# ---- the link ----------------------------------------------------------------------------------
+
+
+def test_link_restores_example_options_and_step():
+    x, w = examples.classic()
+    x[0, 0, 0] = 3.25
+    params = link.encode(
+        link.Link(
+            preset="classic",
+            shape=(2, 3, 5),
+            softmax=True,
+            x=x.numpy(),
+            w=w.numpy(),
+            tab="steps",
+            step=3,
+        )
+    )
+    at = _app(params)
+    assert at.toggle(key="pg_softmax").value is True
+    assert at.session_state["pg_step"] == 3
+    expected = attnviz.weighted_sum(x, w, normalize="softmax").numpy().astype(np.float64)
+    torch.testing.assert_close(_result(at), expected, rtol=1e-4, atol=1e-4)
+    assert "Step 4 of" in _texts(at)
+
+
+def test_link_restores_the_open_tab_and_cell():
+    at = _app({"tab": "cell", "cell": "1_4"})
+    assert "weighted[1, 4]" in _texts(at)
+
+
+def test_address_bar_follows_an_edit():
+    at = _app()
+    _edit(at, editor_key("x", _version(at), 0), {"edited_rows": {0: {"h0": 0.125}}})
+    restored = link.decode(dict(at.query_params), tabs=tuple(k for k, _ in TABS))
+    assert restored.x is not None and restored.x[0, 0, 0] == 0.125
+
+
+TAMPERED_LINKS = [
+    {"p": "nope"},
+    {"s": "2x3"},
+    {"s": "9x9x99"},
+    {"s": "0x3x5"},
+    {"x": "1_2_3"},
+    {"x": "_".join(["0.1"] * 29) + "_nan"},
+    {"x": "_".join(["0.1"] * 29) + "_1e309"},
+    {"w": "a_b_c_d_e_f"},
+    {"m": "11_1"},
+    {"sm": "yes"},
+    {"step": "-1"},
+    {"step": "1e9"},
+    {"tab": "<script>"},
+    {"cell": "7_7"},
+    {"seed": "1.5"},
+    {"x": "0.1_" * 5000},
+]
+
+
+@pytest.mark.parametrize("params", TAMPERED_LINKS, ids=lambda p: str(p)[:30])
+def test_tampered_or_truncated_link_keeps_the_defaults_with_a_message(params):
+    at = _app(params)
+    assert "This link could not be read" in " ".join(w.value for w in at.warning)
+    torch.testing.assert_close(_result(at), _expected(), rtol=1e-4, atol=1e-4)
+
+
+# ---- the sections ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("key", "label"), TABS)
+def test_every_section_renders(key, label):
+    at = _app()
+    at.session_state["pg_tab"] = label
+    at.run()
+    assert not at.exception and not at.error
+    assert dict(at.query_params).get("tab", "steps") == key
+
+
+def test_next_and_back_step_through_the_broadcast():
+    at = _app()
+    at.button(key="pg_next").click().run()
+    at.button(key="pg_next").click().run()
+    assert at.session_state["pg_step"] == 2
+    assert "Step 3 of 8" in _texts(at) and "att_scores[..., None]" in _texts(at)
+    assert at.query_params["step"] == "2"
+    at.button(key="pg_back").click().run()
+    assert at.session_state["pg_step"] == 1
+
+
+def test_every_step_shows_its_shape_and_strides():
+    at = _app()
+    table = next(d.value for d in at.dataframe if "strides" in d.value.columns)
+    assert "(2, 3, 1)" in set(table["shape"]) and "(15, 5, 1)" in set(table["strides"])
+    assert "(3, 1, 0)" in set(table["strides"])  # the stretch: stride 0 on the hidden axis
+
+
+def test_all_steps_at_once_draws_every_step():
+    at = _app()
+    at.toggle(key="pg_all").set_value(True).run()
+    charts = [e for e in at.get("plotly_chart") if str(e.proto.id).find("pg_fig_step") >= 0]
+    assert len(charts) == 8
+
+
+def test_picking_a_result_cell_writes_out_its_sum():
+    at = _app()
+    at.session_state["pg_tab"] = dict(TABS)["cell"]
+    at.run()
+    at.selectbox(key="pg_cell_b").set_value(1).run()
+    at.selectbox(key="pg_cell_h").set_value(3).run()
+    x, w = examples.classic()
+    text = _texts(at)
+    assert "weighted[1, 3]" in text
+    assert f"{float(attnviz.weighted_sum(x, w)[1, 3]):.4f}"[:5] in text
+
+
+def test_equivalent_forms_all_agree():
+    at = _app()
+    at.session_state["pg_tab"] = dict(TABS)["forms"]
+    at.run()
+    table = next(d.value for d in at.dataframe if "agrees" in d.value.columns)
+    assert set(table.index) == set(attnviz.METHODS)
+    assert set(table["agrees"]) == {"✓"}
+
+
+def test_mistakes_gallery_shows_the_silent_trap():
+    at = _app()
+    at.session_state["pg_tab"] = dict(TABS)["mistakes"]
+    at.run()
+    labels = at.selectbox(key="pg_mistake").options
+    assert any("silently wrong" in o for o in labels) and any("error" in o for o in labels)
+
+
+def test_gradient_view_switches_part():
+    at = _app()
+    at.session_state["pg_tab"] = dict(TABS)["grad"]
+    at.run()
+    assert "matches autograd" in _texts(at)
+    at.session_state["pg_grad_part"] = "net_output"
+    at.run()
+    assert "att_scores[..., None] * upstream" in _texts(at)
+
+
+def test_expand_vs_repeat_counts_bytes():
+    at = _app()
+    at.session_state["pg_tab"] = dict(TABS)["view"]
+    at.run()
+    table = next(d.value for d in at.dataframe if "new bytes" in d.value.columns)
+    new_bytes = dict(zip(table.index, table["new bytes"], strict=True))
+    assert any(v == 0 for k, v in new_bytes.items() if "expand" in k)
+    assert any(v == 2 * 3 * 5 * 4 for k, v in new_bytes.items() if "repeat" in k)
+
+
+@pytest.mark.parametrize(
+    ("expr", "says"),
+    [
+        ("(net_output * att_scores[..., None]).sum(axis=1)", "Result: shape (2, 5)"),
+        ("att_scores[..., None]", "Result: shape (2, 3, 1)"),
+        ("net_output * att_scores", "5 meets 3"),
+        ("net_output.__class__", "not allowed"),
+        ("open('/etc/passwd')", "open"),
+        ("net_output ** 10**9", ""),
+        ("(" * 200, ""),
+    ],
+)
+def test_expression_box_traces_or_explains(expr, says):
+    at = _app()
+    at.session_state["pg_tab"] = dict(TABS)["expr"]
+    at.run()
+    at.text_input(key="pg_expr").input(expr).run()
+    assert not at.exception
+    assert says in _texts(at)
+    torch.testing.assert_close(_result(at), _expected(), rtol=1e-4, atol=1e-4)
+
+
+def test_expression_box_shows_every_sub_expression_shape():
+    at = _app()
+    at.session_state["pg_tab"] = dict(TABS)["expr"]
+    at.run()
+    table = next(d.value for d in at.dataframe if "sub-expression" in d.value.columns)
+    assert list(table["shape"]) == ["(2, 3, 5)", "(2, 3)", "(2, 3, 1)", "(2, 3, 5)", "(2, 5)"]
+
+
+def test_share_section_gives_link_snippet_and_downloads():
+    at = _app()
+    at.session_state["pg_tab"] = dict(TABS)["share"]
+    at.run()
+    codes = [c.value for c in at.code]
+    assert any("?p=classic" in c for c in codes)
+    assert any(c.startswith("import torch") for c in codes)
+    keys = {e.proto.id for e in at.get("download_button")}
+    assert len(keys) == 5
+
+
+# ---- the pure helpers behind the Playground ----------------------------------------------------
+
+
+def test_snippet_rebuilds_the_example_in_plain_pytorch(tmp_path):
+    x, w, mask = examples.padded(2, 3, 5)
+    code = export.pytorch_snippet(x.numpy(), w.numpy(), mask.numpy(), True)
+    path = tmp_path / "snippet.py"
+    path.write_text(code + "print(weighted.tolist())\n")
+    out = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, check=True)
+    printed = torch.tensor(eval(out.stdout.strip().splitlines()[-1]))  # noqa: S307 (our own output)
+    expected = attnviz.weighted_sum(x, w, mask=mask, normalize="softmax")
+    torch.testing.assert_close(printed, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_npy_and_json_exports_read_back():
+    import io
+    import json
+
+    x, w = examples.classic()
+    back = np.load(io.BytesIO(export.npy_bytes(x.numpy())))
+    np.testing.assert_array_equal(back, x.numpy())
+    data = json.loads(export.tensors_json({"att_scores": w.numpy(), "mask": None}))
+    assert data["att_scores"]["shape"] == [2, 3] and "mask" not in data
+
+
+def test_link_round_trips_exactly():
+    x, w = examples.random_example(3, 4, 6, seed=3)
+    lk = link.Link(
+        preset="random", shape=(3, 4, 6), seed=3, x=x.numpy(), w=w.numpy(), step=2, cell=(2, 5)
+    )
+    back = link.decode(link.encode(lk))
+    np.testing.assert_array_equal(back.x, x.numpy())
+    np.testing.assert_array_equal(back.w, w.numpy())
+    assert (back.step, back.cell, back.seed) == (2, (2, 5), 3)
+
+
+def test_display_values_show_the_typed_digits():
+    assert edit.display_values(np.array([0.7718], dtype=np.float32)).tolist() == [0.7718]
+
+
+# ---- the Walkthrough -----------------------------------------------------------------------------
+
+
+def test_walkthrough_opens_on_slide_one_with_a_figure():
+    at = _app(page="walkthrough")
+    assert "Slide 1 of" in _texts(at)
+    assert at.get("plotly_chart")
+
+
+def test_walkthrough_slide_from_the_url():
+    at = _app({"slide": "4"}, page="walkthrough")
+    assert "Slide 4 of" in _texts(at)
+
+
+@pytest.mark.parametrize("slide", ["0", "99", "abc", "4.5", "-1", ""])
+def test_walkthrough_bad_slide_in_the_url_starts_at_one(slide):
+    at = _app({"slide": slide}, page="walkthrough")
+    assert "Starting at slide 1" in " ".join(w.value for w in at.warning)
+    assert "Slide 1 of" in _texts(at)
+
+
+def test_walkthrough_next_and_back_update_the_url():
+    at = _app(page="walkthrough")
+    at.button(key="wt_next").click().run()
+    at.button(key="wt_next").click().run()
+    assert at.query_params["slide"] == "3" and "Slide 3 of" in _texts(at)
+    at.button(key="wt_back").click().run()
+    assert at.query_params["slide"] == "2"
+
+
+def test_walkthrough_every_slide_renders():
+    at = _app(page="walkthrough")
+    n = int(_texts(at).split("Slide 1 of ")[1].split()[0])
+    for _ in range(n - 1):
+        at.button(key="wt_next").click().run()
+        assert not at.exception and not at.error
+    assert at.button(key="wt_next").disabled
+
+
+# ---- Performance ---------------------------------------------------------------------------------
+
+
+def test_performance_says_honestly_when_there_is_no_gpu():
+    at = _app(page="performance")
+    has_gpu = torch.cuda.is_available() or torch.backends.mps.is_available()
+    assert ("No GPU on this server" in _texts(at)) != has_gpu
+
+
+def test_performance_times_every_chosen_method_against_the_floor():
+    at = _app(page="performance")
+    at.multiselect(key="pf_methods").set_value(["broadcast", "einsum"]).run()
+    at.button(key="pf_run").click().run()
+    assert not at.exception and not at.error
+    table = next(d.value for d in at.dataframe if "GB/s" in d.value.columns)
+    assert list(table.index) == ["floor", "broadcast", "einsum"]
+    assert all(float(v) > 0 for v in table["GB/s"])
+
+
+def test_performance_with_no_method_asks_for_one():
+    at = _app(page="performance")
+    at.multiselect(key="pf_methods").set_value([]).run()
+    at.button(key="pf_run").click().run()
+    assert "Pick at least one method" in _texts(at)
+
+
+# ---- the error boundary --------------------------------------------------------------------------
+
+
+def test_error_boundary_shows_a_plain_message_not_a_traceback():
+    def script():
+        from attnviz.ui.boundary import guarded
+
+        def broken_page():
+            raise RuntimeError("internal detail /srv/secret.py line 3")
+
+        guarded(broken_page, "zz_")()
+
+    at = AppTest.from_function(script, default_timeout=TIMEOUT).run()
+    assert not at.exception
+    message = " ".join(e.value for e in at.error)
+    assert "Something went wrong" in message and "secret" not in message
+
+
+def test_error_boundary_shows_an_attnviz_error_as_is():
+    def script():
+        from attnviz.errors import AttnvizError
+        from attnviz.ui.boundary import guarded
+
+        def page():
+            raise AttnvizError("att_scores (2, 4) does not fit net_output (2, 3, 5)")
+
+        guarded(page, "zz_")()
+
+    at = AppTest.from_function(script, default_timeout=TIMEOUT).run()
+    assert "(2, 4) does not fit" in at.error[0].value
