@@ -30,6 +30,7 @@ import re
 import threading
 import time
 import unicodedata
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,19 +39,17 @@ import torch
 from torch import Tensor
 
 from attnviz.errors import AttnvizError
+from attnviz.trace import STRETCHED, Alignment, align_shapes
 
 __all__ = [
     "ATTRIBUTES",
     "DEFAULT_LIMITS",
     "FUNCTIONS",
     "METHODS",
-    "AxisOutcome",
-    "Broadcast",
     "Limits",
     "SandboxError",
     "Step",
     "Trace",
-    "align_shapes",
     "evaluate",
 ]
 
@@ -165,80 +164,6 @@ DEFAULT_LIMITS = Limits()
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class AxisOutcome:
-    """What broadcasting does on one axis of the result, counted from the right.
-
-    axis: -1 for the last axis, -2 for the one before, ... sizes: one per operand, None where
-    that operand has no such axis. size: the result's size (None on a clash). outcome: "match"
-    (all sizes equal), "stretch" (a size-1 axis is stretched to the others' size), "new" (some
-    operand lacks the axis; it is added in front), or "clash" (two different sizes, neither 1).
-    """
-
-    axis: int
-    sizes: tuple[int | None, ...]
-    size: int | None
-    outcome: str
-
-
-@dataclass(frozen=True)
-class Broadcast:
-    """Operand shapes lined up from the right, with the outcome on every axis.
-
-    shapes: the operand shapes as given. aligned: the same shapes padded on the left with None to
-    a common length. axes: one AxisOutcome per aligned axis, left to right. result: the broadcast
-    shape, or None when some axis clashes.
-    """
-
-    shapes: tuple[tuple[int, ...], ...]
-    aligned: tuple[tuple[int | None, ...], ...]
-    axes: tuple[AxisOutcome, ...]
-    result: tuple[int, ...] | None
-
-    @property
-    def clashes(self) -> tuple[AxisOutcome, ...]:
-        """The clashing axes, rightmost first (the one to report)."""
-        return tuple(a for a in reversed(self.axes) if a.outcome == "clash")
-
-
-def align_shapes(*shapes: tuple[int, ...]) -> Broadcast:
-    """Line shapes up from the right and say what broadcasting does on every axis.
-
-    align_shapes((2, 3, 5), (2, 3, 1)).result == (2, 3, 5); on (2, 3, 5) and (2, 3) the last
-    axis clashes (5 meets 3) and result is None.
-    """
-    shapes = tuple(tuple(int(s) for s in shape) for shape in shapes)
-    ndim = max((len(s) for s in shapes), default=0)
-    aligned = tuple((None,) * (ndim - len(s)) + s for s in shapes)
-    axes = []
-    result: list[int] | None = []
-    for i in range(ndim):
-        sizes = tuple(a[i] for a in aligned)
-        present = [s for s in sizes if s is not None]
-        big = {s for s in present if s != 1}
-        if len(big) > 1:
-            outcome, size = "clash", None
-        else:
-            size = big.pop() if big else 1
-            if len(big | {1}) > 1 and 1 in present and size != 1:
-                outcome = "stretch"
-            elif len(present) < len(sizes):
-                outcome = "new"
-            else:
-                outcome = "match"
-        axes.append(AxisOutcome(axis=i - ndim, sizes=sizes, size=size, outcome=outcome))
-        if size is None or result is None:
-            result = None
-        else:
-            result.append(size)
-    return Broadcast(
-        shapes=shapes,
-        aligned=aligned,
-        axes=tuple(axes),
-        result=None if result is None else tuple(result),
-    )
-
-
 def _axis_words(axis: int) -> str:
     """-1 -> 'the last axis', -2 -> 'the second-to-last axis', -3 -> 'axis -3'."""
     if axis == -1:
@@ -276,7 +201,7 @@ class Step:
     stride: tuple[int, ...] | None
     value: Any
     operands: tuple[tuple[int, ...], ...] = ()
-    broadcast: Broadcast | None = None
+    broadcast: Alignment | None = None
     note: str = ""
 
 
@@ -401,7 +326,9 @@ def _parse(expr: str, limits: Limits) -> tuple[ast.Expression, _Source]:
         raise SandboxError(message, kind="refused", span=(pos, pos + 1))
     src = _Source(expr)
     try:
-        tree = ast.parse(src.body, mode="eval")
+        with warnings.catch_warnings():  # e.g. "invalid decimal literal": the error says it
+            warnings.simplefilter("ignore")
+            tree = ast.parse(src.body, mode="eval")
     except SyntaxError as exc:
         span = None
         if exc.lineno is not None and exc.offset is not None:
@@ -446,6 +373,7 @@ class _Checker:
         nodes = 0
         stack: list[tuple[ast.AST, int]] = [(tree.body, 1)]
         order: list[ast.AST] = []
+        problems: list[SandboxError] = []
         while stack:
             node, depth = stack.pop()
             if isinstance(node, (ast.expr, ast.keyword)):
@@ -463,12 +391,19 @@ class _Checker:
                     f"write a flatter one.",
                     kind="limit",
                 )
-            self.check_node(node)
+            try:
+                self.check_node(node)
+            except SandboxError as exc:
+                problems.append(exc)
+                if not isinstance(node, (ast.Name, ast.Attribute, ast.Constant, ast.Call)):
+                    continue  # a whole construct refused: what is inside does not matter
             order.append(node)
             for child in ast.iter_child_nodes(node):
                 if isinstance(child, (ast.expr_context, ast.operator, ast.unaryop)):
                     continue
                 stack.append((child, depth + 1))
+        if problems:  # report the one evaluation would meet first: leftmost, innermost
+            raise min(problems, key=lambda e: e.span or (0, 0))
         for node in reversed(order):  # children before parents
             if (isinstance(node, ast.Name) and id(node) not in self.functions) or any(
                 id(c) in self.dynamic for c in ast.iter_child_nodes(node)
@@ -596,6 +531,14 @@ class _Checker:
 
     def check_call(self, node: ast.Call) -> None:
         func = node.func
+        # The callee is judged here, with the call: mark it so the walk does not judge it again.
+        if isinstance(func, ast.Name):
+            self.functions.add(id(func))
+        elif isinstance(func, ast.Attribute):
+            self.methods.add(id(func))
+        for arg in [*node.args, *(kw.value for kw in node.keywords)]:
+            if isinstance(arg, ast.List):
+                self.lists.add(id(arg))
         if isinstance(func, ast.Name) and func.id in FUNCTIONS:
             self.check_einsum(node)
             return
@@ -609,10 +552,6 @@ class _Checker:
                         kw,
                         f"keyword `{kw.arg}` is not allowed for .{func.attr}() (allowed: {ok}).",
                     )
-            for arg in [*node.args, *(kw.value for kw in node.keywords)]:
-                if isinstance(arg, ast.List):
-                    self.lists.add(id(arg))
-            self.methods.add(id(func))
             return
         if isinstance(func, ast.Name):
             what = (
@@ -632,17 +571,17 @@ class _Checker:
         )
 
     def check_einsum(self, node: ast.Call) -> None:
+        first = node.args[0] if node.args else None
+        if isinstance(first, ast.Constant) and isinstance(first.value, str):
+            self.equations.add(id(first))
         if node.keywords:
             raise self.refuse(node.keywords[0], "einsum takes no keyword arguments here.")
-        first = node.args[0] if node.args else None
         if not (isinstance(first, ast.Constant) and isinstance(first.value, str)):
             raise self.refuse(
                 node,
                 'einsum needs its equation first, as a string: einsum("bth,bt->bh", '
                 "net_output, att_scores).",
             )
-        self.equations.add(id(first))
-        self.functions.add(id(node.func))
 
 
 # --------------------------------------------------------------------------------------------
@@ -711,6 +650,7 @@ class _Interpreter:
         self.deadline = deadline
         self.max_steps = max_steps
         self.cache: dict[str, Tensor] = {}
+        self.receiver_shape: tuple[int, ...] = ()  # of the tensor whose method is being called
         self.steps: list[Step] = []
         self.work = 0
         self.total_elements = 0
@@ -773,7 +713,7 @@ class _Interpreter:
         value: Any,
         *,
         operands: tuple[Tensor, ...] = (),
-        broadcast: Broadcast | None = None,
+        broadcast: Alignment | None = None,
         note: str = "",
     ) -> Any:
         if id(node) not in self.checker.dynamic:
@@ -814,11 +754,13 @@ class _Interpreter:
         try:
             return fn(*args, **kwargs)
         except Exception as exc:  # PyTorch's own refusal, translated
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            first = re.sub(r"\s*\(Triggered internally at .*", "", first)
-            raise self.error(
-                node, f"`{self.text(node)}`: PyTorch refused this: {first}", kind="torch"
-            ) from None
+            raise self.translate(node, exc) from None
+
+    def translate(self, node: ast.AST, exc: Exception) -> SandboxError:
+        text = str(exc).strip()
+        first = text.splitlines()[0] if text else type(exc).__name__
+        first = re.sub(r"\s*\(Triggered internally at .*", "", first)[:300]
+        return self.error(node, f"`{self.text(node)}`: PyTorch refused this: {first}", kind="torch")
 
     def scalar(self, node: ast.AST, value: Any) -> Any:
         if isinstance(value, complex):
@@ -845,8 +787,17 @@ class _Interpreter:
 
     def eval_Expression(self, node: ast.Expression) -> Any:
         value = self.run(node.body)
-        if isinstance(value, (str, slice)) or value is Ellipsis:
-            raise self.error(node.body, f"the result must be a tensor, not {_describe(value)}.")
+        ok = (
+            isinstance(value, Tensor)
+            or _is_number(value)
+            or (isinstance(value, tuple) and all(_is_int(v) for v in value))
+        )
+        if not ok:
+            raise self.error(
+                node.body,
+                f"the result must be a tensor, a shape or a number, not {_describe(value)}.",
+                kind="type",
+            )
         return value
 
     def eval_Name(self, node: ast.Name) -> Tensor:
@@ -947,7 +898,12 @@ class _Interpreter:
         operands = tuple(v for v in (left, right) if isinstance(v, Tensor))
         bc = None
         if lt and rt:
-            bc = align_shapes(tuple(left.shape), tuple(right.shape))
+            bc = align_shapes(
+                tuple(left.shape),
+                tuple(right.shape),
+                name_a=self.name_of(node.left, "the left side").strip("`"),
+                name_b=self.name_of(node.right, "the right side").strip("`"),
+            )
             if bc.result is None:
                 raise self.clash(node, op, bc)
             out_shape = bc.result
@@ -963,32 +919,33 @@ class _Interpreter:
             node, op, out, operands=operands, broadcast=bc, note=self.broadcast_note(op, bc, out)
         )
 
-    def broadcast_note(self, op: str, bc: Broadcast | None, out: Tensor) -> str:
+    def broadcast_note(self, op: str, bc: Alignment | None, out: Tensor) -> str:
         if bc is None:
             return f"elementwise {op} with a number -> {tuple(out.shape)}"
-        a, b = bc.shapes
+        a, b = bc.shape_a, bc.shape_b
         parts = []
         for ax in bc.axes:
-            if ax.outcome == "stretch":
-                parts.append(f"{_axis_words(ax.axis)} stretched from 1 to {ax.size}")
-            elif ax.outcome == "new":
-                parts.append(f"{_axis_words(ax.axis)} added in front (size {ax.size})")
+            if ax.outcome == STRETCHED:
+                side = bc.name_a if ax.stretched == "a" else bc.name_b
+                was = ax.size_a if ax.stretched == "a" else ax.size_b
+                how = "lacks the axis: it is added and" if was is None else "has size 1: it is"
+                parts.append(f"on {_axis_words(ax.axis)} {side} {how} stretched to {ax.result}")
         how = "; ".join(parts) if parts else "same shapes, element by element"
         return f"{a} {op} {b} -> {tuple(out.shape)}: {how}"
 
-    def clash(self, node: ast.BinOp, op: str, bc: Broadcast) -> SandboxError:
-        ax = bc.clashes[0]
-        a_shape, b_shape = bc.shapes
+    def clash(self, node: ast.BinOp, op: str, bc: Alignment) -> SandboxError:
+        ax = bc.clashes[-1]  # the rightmost clash, the one PyTorch reports
+        a_shape, b_shape = bc.shape_a, bc.shape_b
         a_name = self.name_of(node.left, "the left side")
         b_name = self.name_of(node.right, "the right side")
-        a_size, b_size = ax.sizes
+        a_size, b_size = ax.size_a, ax.size_b
         where = (
             f"axis {len(a_shape) + ax.axis} of {a_name}, axis {len(b_shape) + ax.axis} of {b_name}"
         )
         message = (
             f"`{self.text(node)}`: {a_name} {a_shape} and {b_name} {b_shape} cannot be "
-            f"{_VERBS[op]}: shapes line up from the right, and on {_axis_words(ax.axis)} "
-            f"({where}) {a_size} meets {b_size}. Two sizes on the same axis must be equal, or one "
+            f"{_VERBS[op]}: shapes line up from the right, and {a_size} meets {b_size} on "
+            f"{_axis_words(ax.axis)} ({where}). Two sizes on the same axis must be equal, or one "
             f"of them must be 1 (a size-1 axis is stretched to match; a missing axis is added in "
             f"front)."
         )
@@ -1127,12 +1084,12 @@ class _Interpreter:
         batch_a, batch_b = sa[:-2], sb[:-2]
         bc = align_shapes(batch_a, batch_b) if (batch_a or batch_b) else None
         if bc is not None and bc.result is None:
-            ax = bc.clashes[0]
+            ax = bc.clashes[-1]
             raise self.error(
                 node,
                 f"`{self.text(node)}`: the batch axes (all but the last two) of {a_name} {sa} and "
                 f"{b_name} {sb} must broadcast, but on {_axis_words(ax.axis)} of the batch "
-                f"{ax.sizes[0]} meets {ax.sizes[1]}. Batch sizes must be equal or 1.",
+                f"{ax.size_a} meets {ax.size_b}. Batch sizes must be equal or 1.",
                 kind="shape",
             )
         batch = _numel(bc.result) if bc is not None and bc.result is not None else 1
@@ -1313,6 +1270,7 @@ class _Interpreter:
                 kind="type",
             )
         self.begin(node)
+        self.receiver_shape = tuple(receiver.shape)
         handler = getattr(self, "method_" + func.attr)
         return handler(node, receiver, args, kwargs)
 
@@ -1400,7 +1358,6 @@ class _Interpreter:
         return self.reduce(node, t, args, kwargs, "amax")
 
     def reduce(self, node, t: Tensor, args, kwargs, name: str) -> Tensor:
-        self.receiver_shape = tuple(t.shape)
         bound = self.bind(node, args, kwargs, ("dim", "keepdim"), {"axis": "dim"})
         keepdim = bound.get("keepdim", False)
         if not isinstance(keepdim, bool):
@@ -1417,6 +1374,13 @@ class _Interpreter:
                 f"{t.dtype}; multiply by 1.0 first.",
                 kind="type",
             )
+        if name == "amax" and any(shape[d] == 0 for d in dims if d < len(shape)):
+            raise self.error(
+                node,
+                f"`{self.text(node)}`: the maximum of nothing is undefined, and an axis to "
+                f"reduce over has size 0 in {shape}.",
+                kind="value",
+            )
         self.charge(node, t.numel())
         fn = getattr(t, name)
         if dim is None and not keepdim:
@@ -1432,7 +1396,6 @@ class _Interpreter:
         return self.record(node, "." + name, out, operands=(t,), note=note)
 
     def method_softmax(self, node, t, args, kwargs):
-        self.receiver_shape = tuple(t.shape)
         bound = self.bind(node, args, kwargs, ("dim",), {"axis": "dim"})
         if "dim" not in bound:
             raise self.error(
@@ -1461,7 +1424,6 @@ class _Interpreter:
         )
 
     def method_unsqueeze(self, node, t, args, kwargs):
-        self.receiver_shape = tuple(t.shape)
         bound = self.bind(node, args, kwargs, ("dim",))
         if "dim" not in bound:
             raise self.error(node, ".unsqueeze() needs the position of the new axis.", kind="type")
@@ -1477,7 +1439,6 @@ class _Interpreter:
         )
 
     def method_squeeze(self, node, t, args, kwargs):
-        self.receiver_shape = tuple(t.shape)
         bound = self.bind(node, args, kwargs, ("dim",))
         if bound.get("dim") is None:
             out = self.torch_call(node, t.squeeze)
@@ -1493,7 +1454,6 @@ class _Interpreter:
         )
 
     def method_transpose(self, node, t, args, kwargs):
-        self.receiver_shape = tuple(t.shape)
         bound = self.bind(node, args, kwargs, ("dim0", "dim1"))
         if len(bound) != 2:
             raise self.error(
@@ -1511,7 +1471,6 @@ class _Interpreter:
         )
 
     def method_permute(self, node, t, args, kwargs):
-        self.receiver_shape = tuple(t.shape)
         order = self.sizes(node, args, self.bind(node, [], kwargs, ("dims",)), "dims")
         ndim = t.ndim
         norm = tuple(self.dim(node, d, ndim) for d in order)
@@ -1532,7 +1491,6 @@ class _Interpreter:
         )
 
     def reshape_like(self, node, t, args, kwargs, name: str, key: str):
-        self.receiver_shape = tuple(t.shape)
         bound = self.bind(node, [], kwargs, (key,))
         target = self.sizes(node, args, bound, key)
         shape = tuple(t.shape)
@@ -1567,7 +1525,7 @@ class _Interpreter:
         self.charge(node, n)
         try:
             out = getattr(t, name)(full)
-        except RuntimeError as exc:
+        except Exception as exc:
             if name == "view" and "stride" in str(exc):
                 raise self.error(
                     node,
@@ -1576,7 +1534,7 @@ class _Interpreter:
                     f"e.g. after a transpose). Use .reshape(...), which copies when it must.",
                     kind="shape",
                 ) from None
-            out = self.torch_call(node, getattr(t, name), full)
+            raise self.translate(node, exc) from None
         return self.record(
             node,
             "." + name,
@@ -1592,7 +1550,6 @@ class _Interpreter:
         return self.reshape_like(node, t, args, kwargs, "view", "size")
 
     def method_expand(self, node, t, args, kwargs):
-        self.receiver_shape = tuple(t.shape)
         target = self.sizes(node, args, self.bind(node, [], kwargs, ("size",)), "size")
         shape = tuple(t.shape)
         if len(target) < len(shape):
@@ -1636,7 +1593,6 @@ class _Interpreter:
         )
 
     def method_flatten(self, node, t, args, kwargs):
-        self.receiver_shape = tuple(t.shape)
         bound = self.bind(node, args, kwargs, ("start_dim", "end_dim"))
         start = self.dim(node, bound.get("start_dim", 0), t.ndim)
         end = self.dim(node, bound.get("end_dim", -1), t.ndim)
@@ -1756,7 +1712,16 @@ class _Interpreter:
                 dims = list(shape[:head]) + list(shape[head + n_ell :])
             else:
                 dims = list(shape)
+            own: dict[str, int] = {}
             for letter, size in zip(letters, dims, strict=True):
+                if own.setdefault(letter, size) != size:
+                    raise self.error(
+                        node,
+                        f"einsum {equation!r}: letter {letter} appears twice in term {term!r} "
+                        f"with sizes {own[letter]} and {size} of tensor {i + 1} {shape}; a "
+                        f"repeated letter (a diagonal) needs equal sizes.",
+                        kind="shape",
+                    )
                 old = sizes.get(letter)
                 if old is not None and old != size and 1 not in (old, size):
                     raise self.error(
@@ -1765,7 +1730,8 @@ class _Interpreter:
                         f"{size} in tensor {i + 1} {shape}; the same letter must have the same size.",
                         kind="shape",
                     )
-                sizes[letter] = max(size, old or 0) if old != 0 and size != 0 else 0
+                if old is None or old == 1:
+                    sizes[letter] = size
         if rhs or "->" in eq:
             if not re.fullmatch(term_re, rhs):
                 raise self.error(eq_node, f"einsum output {rhs!r} is not valid.", kind="value")
