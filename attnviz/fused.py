@@ -57,14 +57,57 @@ def _bmm(x: Tensor, w: Tensor) -> Tensor:
     return torch.bmm(w[:, None, :], x)[:, 0, :]  # (B,1,T) @ (B,T,H) -> (B,1,H) -> (B,H)
 
 
+# below this many numbers in x, setting up the bags costs more than bmm's whole call
+CPU_ROWS_MIN_NUMEL = 32768
+
+
+def cpu_chunks(b: int, t: int, threads: int) -> int:
+    """How many chunks of words each sentence is cut into on the CPU so every thread has work."""
+    return 1 if b >= 2 * threads else min(t, math.ceil(2 * threads / b))
+
+
+@functools.lru_cache(maxsize=16)
+def _bags(b: int, t: int, threads: int) -> tuple[Tensor, Tensor]:
+    """Row indices (B*T,) and bag starts (B*S,) for ``weighted_sum_rows``; cached (never written)."""
+    s = cpu_chunks(b, t, threads)
+    chunk = math.ceil(t / s)
+    s = math.ceil(t / chunk)
+    starts = torch.arange(b)[:, None] * t + torch.arange(s)[None, :] * chunk  # (B,S)
+    return torch.arange(b * t), starts.reshape(-1)
+
+
+def weighted_sum_rows(x: Tensor, w: Tensor) -> Tensor:
+    """x: (B, T, H) contiguous, w: (B, T) -> (B, H) as a weighted sum of rows of x.
+
+    x viewed as B*T rows of H numbers; each sentence (or chunk of one, when B is smaller than twice
+    the thread count) is a "bag" of consecutive rows, summed with the weights w by PyTorch's
+    embedding-bag kernel: one streaming pass over the rows, parallel over bags, prefetching ahead,
+    no (B, T, H) temporary. Chunks give partial sums (B, S, H) that a tiny sum finishes.
+    """
+    b, t, h = x.shape
+    rows, starts = _bags(b, t, torch.get_num_threads())
+    s = starts.numel() // b
+    out = torch.nn.functional.embedding_bag(
+        rows,  # (B*T,) every row once, in order
+        x.reshape(b * t, h),  # (B*T,H), a view: x is contiguous
+        starts,  # (B*S,) the first row of each bag
+        mode="sum",
+        per_sample_weights=w.reshape(-1),  # (B*T,)
+    )  # (B*S,H)
+    return out.view(b, s, h).sum(dim=1) if s > 1 else out  # (B,H)
+
+
 def weighted_sum_fused(x: Tensor, w: Tensor) -> Tensor:
     """x: (B, T, H), w: (B, T) -> (B, H) in one pass over x.
 
-    CUDA with triton and a float32/float16/bfloat16 input: the split-T Triton kernel. Everywhere
-    else (CPU, MPS, float64, no triton): the batched matrix-vector product, which reads x once.
+    CUDA with triton and a float32/float16/bfloat16 input: the split-T Triton kernel. CPU with a
+    contiguous x: the weighted row sum (``weighted_sum_rows``). Everywhere else (MPS, float64 on
+    CUDA, no triton, strided x): the batched matrix-vector product, which also reads x once.
     """
     if x.device.type == "cuda" and x.dtype in _TRITON_DTYPES and triton_available():
         return weighted_sum_triton(x, w)
+    if x.device.type == "cpu" and x.is_contiguous() and x.numel() >= CPU_ROWS_MIN_NUMEL:
+        return weighted_sum_rows(x, w)
     return _bmm(x, w)
 
 
@@ -82,15 +125,15 @@ def choose_method(
     """The name of the method ``"auto"`` runs for x of ``shape`` (B, T, H) and ``dtype`` on ``device``.
 
     CUDA: "fused" (the Triton kernel; it falls back to bmm itself where triton is missing or the
-    dtype is float64). CPU and MPS: "bmm" (one pass, measured at the read floor), except tiny
-    inputs on CPU, where "broadcast" has less fixed overhead.
+    dtype is float64). CPU: "fused" (the weighted row sum, at or near the read floor), except tiny
+    inputs, where "broadcast" has the least fixed overhead. MPS: "bmm".
     """
     device = torch.device(device)
     b, t, h = shape
     if device.type == "cuda":
         return "fused"
-    if device.type == "cpu" and b * t * h <= TINY_CPU_NUMEL:
-        return "broadcast"
+    if device.type == "cpu":
+        return "broadcast" if b * t * h <= TINY_CPU_NUMEL else "fused"
     return "bmm"
 
 

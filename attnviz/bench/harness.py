@@ -10,7 +10,8 @@
   range are taken over rounds.
 - The floor, a plain read of the same bytes (``x.sum()`` over contiguous memory), is timed in the
   same rounds; every method's GB/s counts reading x and w once and writing the output once, and
-  ``ratio_to_floor`` = method GB/s / floor GB/s.
+  ``ratio_to_floor`` is the median over rounds of method GB/s / floor GB/s within each round
+  (paired, so load that comes and goes on a shared machine cancels out).
 - When one input set fits in the last-level cache, the statement rotates among several input sets
   (``n_input_sets``) so that a later call does not find the previous call's bytes in cache.
 - Host->device transfer (``transfer_s``) is timed once and never counted as compute.
@@ -67,7 +68,7 @@ class Measurement:
     q3_s: float
     bytes: int  # bytes one call must move: read x and w, write the output (floor: x only)
     gbps: float
-    ratio_to_floor: float | None
+    ratio_to_floor: float | None  # median over rounds of (GB/s / floor GB/s in that round)
     first_call_s: float  # the very first call: includes lazy init / JIT / compile time
     transfer_s: float | None  # host->device copy of x and w (None on cpu)
     rounds: int
@@ -335,14 +336,17 @@ def measure(
             extra[name] = peak_extra_bytes(lambda f=fns[name]: f(*sets[0]), device)
 
     x_bytes = x0.numel() * x0.element_size()
-    floor_gbps = None
     out: list[Measurement] = []
     for name in names:
         q1, med, q3 = _quantiles(samples[name])
         nbytes = {FLOOR: x_bytes, COPY: 2 * x_bytes}.get(name, moved_bytes(shape, dtype))
         gbps = nbytes / med / 1e9
-        if name == FLOOR:
-            floor_gbps = gbps
+        # paired: this method's GB/s over the floor's GB/s in the same round, median over rounds;
+        # a neighbour's load that slows one round slows both, so the ratio is steadier than
+        # the ratio of two medians
+        paired = [
+            (nbytes / t) / (x_bytes / f) for t, f in zip(samples[name], samples[FLOOR], strict=True)
+        ]
         out.append(
             Measurement(
                 method=name,
@@ -356,7 +360,7 @@ def measure(
                 q3_s=q3,
                 bytes=nbytes,
                 gbps=gbps,
-                ratio_to_floor=gbps / floor_gbps if floor_gbps else None,
+                ratio_to_floor=1.0 if name == FLOOR else _quantiles(paired)[1],
                 first_call_s=first_call[name],
                 transfer_s=None if device.type == "cpu" else transfer_s,
                 rounds=rounds,

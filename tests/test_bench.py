@@ -1,0 +1,352 @@
+"""attnviz.bench: records and their fields, the CLI's JSON schema, the sweep's helpers, the
+performance figures as data, and the worker's isolation. Correctness only: no timing assertions."""
+
+import json
+import os
+import signal
+import threading
+import time
+
+import pytest
+import torch
+
+from attnviz import AttnvizError
+from attnviz.bench import (
+    FLOOR,
+    format_table,
+    list_devices,
+    measure,
+    moved_bytes,
+    parse_dtype,
+    parse_shape,
+    peak_extra_bytes,
+    resolve_devices,
+)
+from attnviz.bench.__main__ import main as cli
+from attnviz.bench.sweep import crossover, roofline, sizes_up_to, sweep
+from attnviz.bench.worker import BenchSpec, BenchWorker, check_spec
+
+FAST = dict(rounds=2, min_block_s=0.0005)
+CLI_FIELDS = {"method", "device", "shape", "dtype", "median_s", "iqr_s", "gbps", "ratio_to_floor"}
+
+
+@pytest.fixture(scope="module")
+def tiny_records():
+    return measure((2, 3, 5), methods=["broadcast", "bmm", "fused"], memory=True, **FAST)
+
+
+def test_floor_comes_first_and_every_method_follows(tiny_records):
+    assert [r.method for r in tiny_records] == [FLOOR, "broadcast", "bmm", "fused"]
+    assert tiny_records[0].ratio_to_floor == 1.0
+
+
+def test_records_carry_the_metadata_an_expert_needs(tiny_records):
+    for r in tiny_records:
+        assert r.device == "cpu" and r.device_name and r.dtype == "float32"
+        assert r.shape == (2, 3, 5)
+        assert r.threads == torch.get_num_threads() and r.torch_version == torch.__version__
+        assert r.tf32 is False and r.transfer_s is None  # cpu: nothing to transfer
+        assert r.q1_s <= r.median_s <= r.q3_s and r.iqr_s == pytest.approx(r.q3_s - r.q1_s)
+        assert r.median_s > 0 and r.first_call_s > 0 and r.calls_per_round >= 1 and r.rounds == 2
+
+
+def test_bytes_and_bandwidth_are_consistent(tiny_records):
+    floor = tiny_records[0]
+    assert floor.bytes == 2 * 3 * 5 * 4  # a plain read of x
+    for r in tiny_records[1:]:
+        assert r.bytes == moved_bytes((2, 3, 5), torch.float32) == (30 + 6 + 10) * 4
+        assert r.gbps == pytest.approx(r.bytes / r.median_s / 1e9)
+        assert r.ratio_to_floor > 0  # paired per round: near, not equal to, gbps / floor.gbps
+
+
+def test_inputs_that_fit_in_cache_are_rotated(tiny_records):
+    assert all(r.n_input_sets > 1 and r.notes["fits_in_cache"] for r in tiny_records)
+
+
+def test_naive_extra_memory_is_the_full_temporary():
+    shape = (4, 64, 128)
+    x = torch.randn(shape)
+    w = torch.rand(shape[:2])
+    naive = peak_extra_bytes(lambda: (x * w[..., None]).sum(dim=1), "cpu")
+    one_pass = peak_extra_bytes(lambda: torch.bmm(w[:, None, :], x)[:, 0], "cpu")
+    assert naive >= x.numel() * 4  # the (B, T, H) product
+    assert one_pass < x.numel() * 4 // 8  # only the (B, H) output
+
+
+def test_memory_field_is_filled_when_asked(tiny_records):
+    by = {r.method: r.extra_peak_bytes for r in tiny_records}
+    assert by["broadcast"] >= 2 * 3 * 5 * 4
+    assert all(v is not None for v in by.values())
+
+
+def test_as_dict_is_json_safe(tiny_records):
+    d = json.loads(json.dumps(tiny_records[1].as_dict()))
+    assert d["shape"] == [2, 3, 5] and set(d) >= CLI_FIELDS
+
+
+def test_table_names_every_method(tiny_records):
+    table = format_table(tiny_records)
+    for name in ("floor", "broadcast", "bmm", "fused", "GB/s", "2x3x5"):
+        assert name in table
+
+
+@pytest.mark.parametrize(
+    ("text", "shape"),
+    [("2x3x5", (2, 3, 5)), (" 48X512x1024 ", (48, 512, 1024)), ("8×16×4", (8, 16, 4))],
+)
+def test_parse_shape_reads_b_t_h(text, shape):
+    assert parse_shape(text) == shape
+
+
+@pytest.mark.parametrize("text", ["2x3", "axbxc", "2x0x5", "1x2x3x4"])
+def test_parse_shape_refuses_with_the_expected_form(text):
+    with pytest.raises(AttnvizError, match=r"48x512x1024|at least 1"):
+        parse_shape(text)
+
+
+def test_parse_dtype_names_the_choices():
+    assert parse_dtype("bf16") is torch.bfloat16
+    with pytest.raises(AttnvizError, match="float32, float16, bfloat16, float64"):
+        parse_dtype("int8")
+
+
+def test_unknown_method_is_refused():
+    with pytest.raises(AttnvizError, match="'fused'"):
+        measure((2, 3, 5), methods=["fastest"], **FAST)
+
+
+def test_loop_is_refused_on_big_inputs():
+    with pytest.raises(AttnvizError, match=r"B\*T = 8192"):
+        measure((8, 1024, 4), methods=["loop"], **FAST)
+
+
+def test_devices_list_the_cpu_with_a_name():
+    devs = list_devices()
+    assert devs[0].device == "cpu" and devs[0].name
+    assert "cpu" in resolve_devices("all")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
+def test_missing_device_names_the_ones_that_exist():
+    with pytest.raises(AttnvizError, match=r"'cuda:0'.*'cpu'"):
+        resolve_devices("cuda")
+
+
+# --- the CLI ---
+
+
+def test_cli_json_lines_follow_the_schema(capsys):
+    code = cli(["--sizes", "2x3x5,3x4x4", "--methods", "broadcast,fused", "--rounds", "2",
+                "--min-block-s", "0.0005", "--json"])  # fmt: skip
+    assert code == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert len(lines) == 6
+    for rec in lines:
+        assert set(rec) >= CLI_FIELDS
+        assert isinstance(rec["median_s"], float) and isinstance(rec["gbps"], float)
+        assert rec["device"] == "cpu" and rec["dtype"] == "float32"
+    floors = [r for r in lines if r["method"] == "floor"]
+    assert [f["shape"] for f in floors] == [[2, 3, 5], [3, 4, 4]]
+    assert {r["method"] for r in lines} == {"floor", "broadcast", "fused"}
+
+
+def test_cli_prints_a_table(capsys):
+    assert (
+        cli(["--sizes", "2x3x5", "--methods", "bmm", "--rounds", "2", "--min-block-s", "0.0005"])
+        == 0
+    )
+    out = capsys.readouterr().out
+    assert "floor" in out and "bmm" in out and "median" in out and "threads" in out
+
+
+def test_cli_refuses_a_bad_size_with_a_plain_message(capsys):
+    assert cli(["--sizes", "2x3"]) == 2
+    assert "48x512x1024" in capsys.readouterr().err
+
+
+# --- the sweep ---
+
+
+def _rec(device, shape, method, median):
+    return {"device": device, "shape": list(shape), "dtype": "float32", "method": method,
+            "median_s": median, "gbps": 1.0 / median}  # fmt: skip
+
+
+def test_crossover_is_where_the_gpu_wins_from_then_on():
+    recs = [
+        _rec("cpu", (2, 3, 5), "bmm", 1e-6),
+        _rec("cuda:0", (2, 3, 5), "fused", 5e-6),
+        _rec("cpu", (8, 64, 128), "bmm", 1e-5),
+        _rec("cuda:0", (8, 64, 128), "fused", 6e-6),
+        _rec("cpu", (48, 512, 1024), "bmm", 2e-3),
+        _rec("cuda:0", (48, 512, 1024), "fused", 3e-5),
+    ]
+    assert crossover(recs, "cpu", "cuda:0") == (8 * 64 * 128 + 8 * 64) * 4
+    assert crossover(recs[:2], "cpu", "cuda:0") is None
+
+
+def test_roofline_is_the_best_floor_per_device():
+    recs = [_rec("cpu", (2, 3, 5), "floor", 1.0), _rec("cpu", (4, 3, 5), "floor", 0.5)]
+    assert roofline(recs) == {"cpu": 2.0}
+
+
+def test_sizes_up_to_keeps_what_fits():
+    sizes = sizes_up_to(10 * 2**20)
+    assert sizes[0] == (2, 3, 5)
+    assert all((b * t * h + b * t) * 4 <= 10 * 2**20 for b, t, h in sizes)
+    assert sizes_up_to(1) == [(2, 3, 5)]
+
+
+def test_sweep_refuses_a_size_above_the_cap_before_allocating():
+    with pytest.raises(AttnvizError, match=r"\(4096, 4096, 4096\).*MiB"):
+        sweep(devices=["cpu"], sizes=[(4096, 4096, 4096)], max_input_bytes=2**20, **FAST)
+
+
+def test_sweep_returns_records_per_size():
+    recs = sweep(
+        devices=["cpu"], sizes=[(2, 3, 5), (4, 8, 16)], methods=["bmm"], memory=False, **FAST
+    )
+    assert [(r.shape, r.method) for r in recs] == [
+        ((2, 3, 5), "floor"), ((2, 3, 5), "bmm"), ((4, 8, 16), "floor"), ((4, 8, 16), "bmm"),
+    ]  # fmt: skip
+
+
+# --- figures ---
+
+
+def test_performance_figures_are_data_with_descriptions(tiny_records):
+    from attnviz.figures.performance import (
+        extra_memory_figure,
+        roofline_figure,
+        time_vs_bytes_figure,
+    )
+
+    recs = [
+        *tiny_records,
+        *measure((4, 8, 16), methods=["broadcast", "bmm", "fused"], memory=True, **FAST),
+    ]
+    fig = time_vs_bytes_figure(recs)
+    names = {t.name for t in fig.data}
+    assert names == {"floor · cpu", "broadcast · cpu", "bmm · cpu", "fused · cpu"}
+    bmm = next(t for t in fig.data if t.name == "bmm · cpu")
+    assert list(bmm.x) == [(30 + 6) * 4, (512 + 32) * 4]
+    assert list(bmm.y) == [r.median_s for r in recs if r.method == "bmm"]
+    assert "4x8x16" in fig.layout.meta["description"]
+    roof = roofline_figure(recs)
+    assert "read floor" in roof.layout.meta["description"]
+    assert list(next(t for t in roof.data if t.name == "fused · cpu").y) == [
+        r.gbps for r in recs if r.method == "fused"
+    ]
+    mem = extra_memory_figure(recs)
+    naive = next(t for t in mem.data if t.name == "broadcast · cpu")
+    assert list(naive.y) == [r.extra_peak_bytes for r in recs if r.method == "broadcast"]
+    assert "broadcast" in mem.layout.meta["description"]
+
+
+def test_time_figure_marks_the_gpu_crossover():
+    from attnviz.figures.performance import time_vs_bytes_figure
+
+    recs = [
+        _rec("cpu", (2, 3, 5), "bmm", 1e-6) | {"q1_s": 1e-6, "q3_s": 1e-6},
+        _rec("cuda:0", (2, 3, 5), "fused", 5e-6) | {"q1_s": 5e-6, "q3_s": 5e-6},
+        _rec("cpu", (48, 512, 1024), "bmm", 2e-3) | {"q1_s": 2e-3, "q3_s": 2e-3},
+        _rec("cuda:0", (48, 512, 1024), "fused", 3e-5) | {"q1_s": 3e-5, "q3_s": 3e-5},
+    ]
+    fig = time_vs_bytes_figure(recs)
+    assert "cuda:0 is faster than the CPU from 96.1 MiB" in fig.layout.meta["description"]
+    assert any("faster from" in a.text for a in fig.layout.annotations)
+
+
+# --- the worker ---
+
+LONG = BenchSpec(shape=(8, 64, 128), methods=("broadcast", "bmm"), rounds=1000, memory=False)
+
+
+def test_check_spec_refuses_oversize_with_a_plain_message():
+    with pytest.raises(AttnvizError, match=r"\(10000, 10000, 10000\).*MiB.*smaller"):
+        check_spec(BenchSpec(shape=(10_000, 10_000, 10_000)))
+
+
+def test_worker_refuses_oversize_before_starting():
+    worker = BenchWorker(max_input_bytes=2**20)
+    with pytest.raises(AttnvizError, match=r"\(64, 64, 128\).*cap"):
+        worker.submit(BenchSpec(shape=(64, 64, 128)))
+    assert worker.pid is None  # nothing was started, nothing allocated
+
+
+def test_busy_runner_refuses_with_a_plain_message():
+    worker = BenchWorker(max_waiting=0)
+    with pytest.raises(AttnvizError, match="busy"):
+        worker.submit(BenchSpec(shape=(2, 3, 5)))
+
+
+@pytest.fixture(scope="module")
+def worker():
+    w = BenchWorker(timeout_s=120)
+    w.start()
+    yield w
+    w.close()
+
+
+def test_worker_runs_a_job_in_another_process(worker):
+    recs = worker.submit(BenchSpec(shape=(2, 3, 5), methods=("bmm",), rounds=2, min_block_s=0.0005))
+    assert worker.pid not in (None, os.getpid())
+    assert [r["method"] for r in recs] == ["floor", "bmm"] and recs[0]["shape"] == [2, 3, 5]
+
+
+def test_worker_timeout_stops_the_job_and_the_next_job_runs(worker):
+    with pytest.raises(AttnvizError, match="did not finish within 0.5 s"):
+        worker.submit(LONG, timeout_s=0.5)
+    recs = worker.submit(BenchSpec(shape=(2, 3, 5), methods=("bmm",), rounds=2, min_block_s=0.0005))
+    assert recs[1]["method"] == "bmm"
+
+
+def test_worker_crash_leaves_the_caller_alive(worker):
+    worker.start()
+    pid = worker.pid
+    errors = []
+
+    def job():
+        try:
+            worker.submit(LONG, timeout_s=60)
+        except AttnvizError as e:
+            errors.append(str(e))
+
+    thread = threading.Thread(target=job)
+    thread.start()
+    time.sleep(0.3)
+    os.kill(pid, signal.SIGKILL)  # what the kernel's OOM killer does
+    thread.join(timeout=30)
+    assert errors and "stopped while timing (8, 64, 128)" in errors[0]
+    recs = worker.submit(BenchSpec(shape=(2, 3, 5), methods=("bmm",), rounds=2, min_block_s=0.0005))
+    assert worker.pid != pid and recs[0]["method"] == "floor"
+
+
+def test_concurrent_callers_run_one_at_a_time(worker):
+    spec = BenchSpec(shape=(2, 3, 5), methods=("bmm",), rounds=2, min_block_s=0.0005)
+    results, inside, peak = [], [0], [0]
+    lock = threading.Lock()
+    original = worker._run
+
+    def tracked(s, t):
+        with lock:
+            inside[0] += 1
+            peak[0] = max(peak[0], inside[0])
+        try:
+            return original(s, t)
+        finally:
+            with lock:
+                inside[0] -= 1
+
+    worker._run = tracked
+    try:
+        threads = [
+            threading.Thread(target=lambda: results.append(worker.submit(spec))) for _ in range(3)
+        ]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=60)
+    finally:
+        worker._run = original
+    assert len(results) == 3 and peak[0] == 1
