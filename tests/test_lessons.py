@@ -1,0 +1,137 @@
+"""The lessons: generated notebooks are up to date and stored without outputs; every lesson runs top
+to bottom in both versions; the student's checks say "not attempted", the solution's all pass."""
+
+import importlib.util
+import json
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+ROOT = Path(__file__).resolve().parents[1]
+LESSONS = ROOT / "lessons"
+
+
+def _load_build():
+    spec = importlib.util.spec_from_file_location("lessons_build", LESSONS / "build.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+build = _load_build()
+SOURCES = sorted(build.SOURCES.glob("[0-9][0-9]_*.py"))
+NOTEBOOKS = [LESSONS / f"{s.stem}.ipynb" for s in SOURCES]
+SOLUTIONS = [LESSONS / "solutions" / f"{s.stem}.ipynb" for s in SOURCES]
+CHECK_CALL = re.compile(r"^check_\w+\(", re.MULTILINE)
+STATUS = re.compile(r'class="attnviz-check attnviz-([a-z-]+)"')
+
+
+def test_there_are_three_lessons():
+    assert [s.stem[:2] for s in SOURCES] == ["01", "02", "03"]
+
+
+def test_generated_notebooks_are_up_to_date():
+    assert build.stale() == [], "run: python lessons/build.py"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS + SOLUTIONS, ids=lambda p: str(p.relative_to(LESSONS)))
+def test_notebooks_are_stored_without_outputs(path):
+    nb = nbformat.read(path, as_version=4)
+    nbformat.validate(nb)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            assert cell.outputs == [] and cell.execution_count is None
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_student_notebooks_hold_no_solution(path):
+    text = path.read_text()
+    assert "BEGIN SOLUTION" not in text and "END SOLUTION" not in text
+    assert "**Answer.**" not in text
+
+
+def test_student_stub_replaces_the_solution_lines():
+    code = "def f(x):\n    '''doc'''\n    # BEGIN SOLUTION\n    y = x + 1\n    return y\n    # END SOLUTION\n"
+    student = build.strip_solutions(code, student=True)
+    solution = build.strip_solutions(code, student=False)
+    assert student == (
+        "def f(x):\n    '''doc'''\n"
+        '    raise NotImplementedError("Your turn: replace this line.")\n'
+    )
+    assert solution == "def f(x):\n    '''doc'''\n    y = x + 1\n    return y\n"
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "# BEGIN SOLUTION\nx = 1\n",
+        "x = 1\n# END SOLUTION\n",
+        "# BEGIN SOLUTION\n# BEGIN SOLUTION\n",
+    ],
+)
+def test_unbalanced_markers_are_refused(code):
+    with pytest.raises(build.LessonSourceError):
+        build.strip_solutions(code, student=True)
+
+
+def test_every_exercise_has_a_check_in_both_versions():
+    for source in SOURCES:
+        student = nbformat.read(LESSONS / f"{source.stem}.ipynb", as_version=4)
+        solution = nbformat.read(LESSONS / "solutions" / f"{source.stem}.ipynb", as_version=4)
+        n_stubs = sum(c.source.count("raise NotImplementedError") for c in student.cells)
+        n_checks = sum(len(CHECK_CALL.findall(c.source)) for c in student.cells)
+        assert n_stubs >= 1 and n_checks >= n_stubs, source.name
+        assert sum(len(CHECK_CALL.findall(c.source)) for c in solution.cells) == n_checks
+
+
+def test_setup_cell_installs_only_where_attnviz_is_missing():
+    nb = build.build(SOURCES[0], student=True)
+    setup = nb.cells[1].source
+    assert 'find_spec("attnviz") is None' in setup
+    assert "%pip install" in setup and "--no-deps" in setup
+
+
+def _run(path: Path) -> nbformat.NotebookNode:
+    nb = nbformat.read(path, as_version=4)
+    client = NotebookClient(
+        nb,
+        timeout=180,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(path.parent)}},
+    )
+    client.execute()
+    return nb
+
+
+def _statuses(nb: nbformat.NotebookNode) -> list[str]:
+    found = []
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            html = out.get("data", {}).get("text/html", "")
+            found += STATUS.findall(html if isinstance(html, str) else "".join(html))
+    return found
+
+
+def _n_checks(nb: nbformat.NotebookNode) -> int:
+    return sum(len(CHECK_CALL.findall(c.source)) for c in nb.cells if c.cell_type == "code")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_student_version_runs_and_reports_not_attempted(path):
+    nb = _run(path)
+    statuses = _statuses(nb)
+    assert len(statuses) == _n_checks(nb)
+    assert set(statuses) == {"not-attempted"}, statuses
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", SOLUTIONS, ids=lambda p: p.name)
+def test_solution_version_passes_every_check(path):
+    nb = _run(path)
+    statuses = _statuses(nb)
+    assert len(statuses) == _n_checks(nb)
+    assert set(statuses) == {"passed"}, json.dumps(statuses)
