@@ -51,6 +51,7 @@ __all__ = [
     "Step",
     "Trace",
     "evaluate",
+    "pointer",
 ]
 
 # --------------------------------------------------------------------------------------------
@@ -126,6 +127,7 @@ _LOOKALIKES = {
     "С": "C", "Т": "T", "Х": "X", "ο": "o", "α": "a", "ν": "v", "ι": "i", "Ο": "O", "Α": "A",
     "Β": "B", "Ε": "E", "Τ": "T", "Η": "H",
 }  # fmt: skip
+_PLAIN_DTYPES = (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
 _MAX_INT = 2**62  # scalar arithmetic stays well inside int64
 _EINSUM_MAX_OPERANDS = 4
 _EINSUM_MAX_LENGTH = 100
@@ -240,6 +242,24 @@ class SandboxError(AttnvizError):
         self.trace = trace if trace is not None else Trace(expr="", result=None)
 
 
+def pointer(expr: str, span: tuple[int, int] | None) -> str:
+    """The line of expr holding span, with carets under the span (for a notebook or a log).
+
+    pointer("net_output * att_scores", (0, 23)) ->
+        net_output * att_scores
+        ^^^^^^^^^^^^^^^^^^^^^^^
+    """
+    if span is None:
+        return expr
+    start, end = span
+    line_start = expr.rfind("\n", 0, start) + 1
+    line_end = expr.find("\n", start)
+    line_end = len(expr) if line_end == -1 else line_end
+    line = expr[line_start:line_end].expandtabs(1)
+    width = max(1, min(end, line_end) - start)
+    return f"{line}\n{' ' * (start - line_start)}{'^' * width}"
+
+
 class _Stop(Exception):
     """Internal: the real pass reached the step the first pass failed on."""
 
@@ -247,6 +267,12 @@ class _Stop(Exception):
 # --------------------------------------------------------------------------------------------
 # Static checks: text, syntax, whitelist
 # --------------------------------------------------------------------------------------------
+
+
+def _clip(text: str, limit: int = 80) -> str:
+    """Text for a message: one line, at most about limit characters."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 4] + " ..."
 
 
 def _char_problem(expr: str) -> tuple[int, str] | None:
@@ -422,7 +448,7 @@ class _Checker:
                 raise self.refuse(
                     node,
                     f"the operator {name} is not allowed; use + - * / @ or ** "
-                    f"(in `{self.src.text(node)}`).",
+                    f"(in `{_clip(self.src.text(node))}`).",
                 )
         elif isinstance(node, ast.UnaryOp):
             if type(node.op) not in _UNARY:
@@ -484,10 +510,11 @@ class _Checker:
         if value is None or value is Ellipsis or isinstance(value, bool):
             return
         if isinstance(value, (int, float)):
-            if not math.isfinite(value) or abs(value) > self.limits.max_constant:
+            too_big = abs(value) > self.limits.max_constant  # exact for any int, no float cast
+            if too_big or (isinstance(value, float) and not math.isfinite(value)):
                 raise self.refuse(
                     node,
-                    f"the number {self.src.text(node)} is too large; numbers may be at most "
+                    f"the number {_clip(self.src.text(node))} is too large; numbers may be at most "
                     f"{self.limits.max_constant:g} in size.",
                     kind="limit",
                 )
@@ -566,7 +593,7 @@ class _Checker:
             )
         raise self.refuse(
             node,
-            f"calling `{self.src.text(func)}` is not allowed: the only function is einsum, "
+            f"calling `{_clip(self.src.text(func))}` is not allowed: the only function is einsum, "
             f"and tensor methods are called as x.sum(...).",
         )
 
@@ -625,7 +652,10 @@ def _numel(shape: tuple[int, ...]) -> int:
 
 
 def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" + ("" if n == 1 else "s")
+    """_plural(1, "axis") -> "1 axis"; _plural(2, "axis") -> "2 axes"; _plural(2, "word") -> "2 words"."""
+    if n == 1:
+        return f"{n} {word}"
+    return f"{n} {word[:-2]}es" if word.endswith("is") else f"{n} {word}s"
 
 
 class _Interpreter:
@@ -660,7 +690,8 @@ class _Interpreter:
         return SandboxError(message, kind=kind, span=self.src.span(node))
 
     def text(self, node: ast.AST) -> str:
-        return self.src.text(node)
+        """The node's text for a message (clipped; Step.source keeps it whole)."""
+        return _clip(self.src.text(node))
 
     def name_of(self, node: ast.AST, fallback: str) -> str:
         text = " ".join(self.text(node).split())
@@ -736,7 +767,7 @@ class _Interpreter:
         self.steps.append(
             Step(
                 index=len(self.steps),
-                source=self.text(node),
+                source=self.src.text(node),
                 span=self.src.span(node),
                 op=op,
                 shape=shape,
@@ -805,12 +836,11 @@ class _Interpreter:
         name = node.id
         if name not in self.cache:
             v = self.variables[name]
+            # empty_like and clone lay memory out alike, so both passes see the same strides.
             if self.meta:
-                t = torch.empty_strided(
-                    tuple(v.shape), tuple(v.stride()), dtype=v.dtype, device="meta"
-                )
+                t = self.torch_call(node, torch.empty_like, v, device="meta")
             else:
-                t = v.detach().clone()  # the caller's tensor is never touched again
+                t = self.torch_call(node, v.detach().clone)  # the caller's tensor stays untouched
             self.cache[name] = t
         t = self.cache[name]
         return self.record(node, "name", t, note=f"the variable {name}, shape {tuple(t.shape)}")
@@ -912,8 +942,13 @@ class _Interpreter:
         self.check_size(node, out_shape)
         self.charge(node, _numel(out_shape))
         fn = {"+": torch.add, "-": torch.sub, "*": torch.mul, "/": torch.div}[op]
-        if (left if lt else right).dtype == torch.bool and op == "-" and lt and rt:
-            raise self.error(node, "bool tensors cannot be subtracted.", kind="type")
+        if op == "-" and any(t.dtype == torch.bool for t in operands):
+            raise self.error(
+                node,
+                f"`{self.text(node)}`: PyTorch does not subtract bool tensors; turn the bools "
+                f"into numbers first, e.g. mask * 1.0.",
+                kind="type",
+            )
         out = self.torch_call(node, fn, left, right)
         return self.record(
             node, op, out, operands=operands, broadcast=bc, note=self.broadcast_note(op, bc, out)
@@ -1043,7 +1078,7 @@ class _Interpreter:
             raise self.error(
                 node,
                 f"`{self.text(node)}`: {base.dtype} numbers cannot be raised to {exponent}; "
-                f"make them floats first, e.g. x / 1.",
+                f"make them floats first, e.g. x * 1.0.",
                 kind="type",
             )
         out = self.torch_call(node, torch.pow, base, exponent)
@@ -1069,6 +1104,19 @@ class _Interpreter:
                 f"`{self.text(node)}`: @ needs tensors with at least one axis, got {a_name} "
                 f"{sa} and {b_name} {sb}; use * to multiply by a number.",
                 kind="shape",
+            )
+        if a.dtype != b.dtype or a.dtype == torch.bool:
+            why = (
+                "bool tensors cannot be matrix-multiplied"
+                if a.dtype == b.dtype
+                else f"both sides need the same dtype, but {a_name} is "
+                f"{str(a.dtype).replace('torch.', '')} and {b_name} is "
+                f"{str(b.dtype).replace('torch.', '')}"
+            )
+            raise self.error(
+                node,
+                f"`{self.text(node)}`: {why}. Turn them into floats first, e.g. x * 1.0.",
+                kind="type",
             )
         k_a = sa[-1]
         k_b = sb[-2] if len(sb) >= 2 else sb[0]
@@ -1155,7 +1203,7 @@ class _Interpreter:
         if len(used) > len(shape):
             raise self.error(
                 node,
-                f"`{self.text(node)}` indexes {_plural(len(used), 'axis')}".replace("axiss", "axes")
+                f"`{self.text(node)}` indexes {_plural(len(used), 'axis')}"
                 + f" but {name} {shape} has only {len(shape)}.",
                 kind="shape",
             )
@@ -1199,9 +1247,7 @@ class _Interpreter:
         ints = sum(_is_int(i) for i in items)
         parts = []
         if nones:
-            parts.append(
-                f"None inserts {_plural(nones, 'new axis')} of size 1".replace("axiss", "axes")
-            )
+            parts.append(f"None inserts {_plural(nones, 'new axis')} of size 1")
         if ints:
             parts.append(f"each whole-number index removes its axis ({ints})")
         if any(isinstance(i, slice) for i in items):
@@ -1314,9 +1360,7 @@ class _Interpreter:
             shape = tuple(self.receiver_shape)
             raise self.error(
                 node,
-                f"`{self.text(node)}`: {name} {shape} has {_plural(ndim, 'axis')}".replace(
-                    "axiss", "axes"
-                )
+                f"`{self.text(node)}`: {name} {shape} has {_plural(ndim, 'axis')}"
                 + f", so {what} must be between {-top} and {top - 1}; {value} does not exist.",
                 kind="shape",
             )
@@ -1643,6 +1687,14 @@ class _Interpreter:
                     a, f"einsum takes tensors after the equation, not {_describe(v)}.", kind="type"
                 )
         self.begin(node)
+        dtypes = {str(o.dtype).replace("torch.", "") for o in operands}
+        if len(dtypes) > 1 or "bool" in dtypes:
+            raise self.error(
+                node,
+                f"`{self.text(node)}`: einsum needs tensors of one numeric dtype, got "
+                f"{', '.join(sorted(dtypes))}. Turn them into floats first, e.g. x * 1.0.",
+                kind="type",
+            )
         space = self.check_einsum(node, equation, operands)
         self.charge(node, space)
         if len(operands) > 2:
@@ -1699,9 +1751,7 @@ class _Interpreter:
             if ("..." not in term and len(letters) != len(shape)) or len(letters) > len(shape):
                 raise self.error(
                     node,
-                    f"einsum term {term!r} names {_plural(len(letters), 'axis')}".replace(
-                        "axiss", "axes"
-                    )
+                    f"einsum term {term!r} names {_plural(len(letters), 'axis')}"
                     + f" but tensor {i + 1} has shape {shape}.",
                     kind="shape",
                 )
@@ -1796,6 +1846,14 @@ def _check_variables(variables: Mapping[str, Tensor]) -> None:
         if not isinstance(value, Tensor) or value.layout != torch.strided:
             raise SandboxError(
                 f"variable {name} must be a dense torch.Tensor, got {type(value).__name__}.",
+                kind="type",
+            )
+        if value.is_quantized or not (
+            value.is_floating_point() or value.is_complex() or value.dtype in _PLAIN_DTYPES
+        ):
+            raise SandboxError(
+                f"variable {name} {tuple(value.shape)} has dtype {value.dtype}; use a float, "
+                f"int or bool tensor.",
                 kind="type",
             )
 

@@ -21,9 +21,9 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from attnviz.sandbox import METHODS, SandboxError, evaluate  # noqa: E402
+from attnviz.sandbox import ERROR_KINDS, METHODS, SandboxError, Trace, evaluate  # noqa: E402
 
-VARIABLES = ("net_output", "att_scores", "mask_f")
+VARIABLES = ("net_output", "att_scores", "mask_f", "lengths", "mask")
 ATTRS = ("T", "shape", "ndim")
 HOSTILE_ATTRS = (
     "__class__", "__dict__", "__globals__", "__subclasses__", "__init__", "__iadd__", "_base",
@@ -223,7 +223,35 @@ def make_variables(rng: random.Random) -> dict[str, torch.Tensor]:
         "net_output": torch.rand(b, t, h, generator=g),  # (B,T,H)
         "att_scores": torch.rand(b, t, generator=g).softmax(dim=1),  # (B,T)
         "mask_f": (torch.rand(b, t, generator=g) > 0.3).float(),  # (B,T)
+        "lengths": torch.randint(1, t + 1, (b,), generator=g),  # (B,) int64
+        "mask": torch.rand(b, t, generator=g) > 0.3,  # (B,T) bool
     }
+
+
+def check_trace(text: str, trace: Trace) -> str:
+    """What is wrong with a successful trace, or ''."""
+    for step in trace.steps:
+        start, end = step.span
+        if not 0 <= start <= end <= len(text) or text[start:end] != step.source:
+            return f"step {step.index} has span {step.span} but source {step.source!r}"
+        if isinstance(step.value, torch.Tensor) and tuple(step.value.shape) != step.shape:
+            return f"step {step.index} says shape {step.shape} but holds {step.value.shape}"
+    if trace.expr != text:
+        return "trace.expr differs from the text"
+    return ""
+
+
+def check_error(text: str, exc: SandboxError) -> str:
+    """What is wrong with a refusal, or ''."""
+    if exc.kind == "internal" or exc.kind not in ERROR_KINDS:
+        return f"SandboxError({exc.kind}): {exc} <- {exc.__cause__!r}"
+    if not str(exc).strip():
+        return "empty message"
+    if exc.span is not None and not 0 <= exc.span[0] <= exc.span[1] <= len(text):
+        return f"span {exc.span} outside the text"
+    if isinstance(text, str) and exc.trace.expr != text:
+        return "error trace.expr differs from the text"
+    return ""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -253,12 +281,16 @@ def main(argv: list[str] | None = None) -> int:
         text = grammar.sample()
         t0 = time.perf_counter()
         try:
-            evaluate(text, variables)
+            trace = evaluate(text, variables)
             outcome = "ok"
+            problem = check_trace(text, trace)
+            if problem:
+                unexpected.append((text, problem))
         except SandboxError as exc:
             outcome = exc.kind
-            if exc.kind == "internal" or not str(exc).strip():
-                unexpected.append((text, f"SandboxError({exc.kind}): {exc} <- {exc.__cause__!r}"))
+            problem = check_error(text, exc)
+            if problem:
+                unexpected.append((text, problem))
         except Exception as exc:  # exactly what this script hunts for
             outcome = "unexpected"
             unexpected.append((text, f"{type(exc).__name__}: {exc}"))

@@ -15,7 +15,15 @@ from torch.testing import assert_close
 import attnviz
 from attnviz import AttnvizError
 from attnviz.examples import classic
-from attnviz.sandbox import DEFAULT_LIMITS, ERROR_KINDS, Limits, SandboxError, Trace, evaluate
+from attnviz.sandbox import (
+    DEFAULT_LIMITS,
+    ERROR_KINDS,
+    Limits,
+    SandboxError,
+    Trace,
+    evaluate,
+    pointer,
+)
 
 RIGHT = "(net_output * att_scores[..., None]).sum(axis=1)"
 SHAPES = [(2, 3, 5), (3, 4, 2), (4, 2, 3), (1, 5, 1)]  # B, T, H all different (or 1)
@@ -360,6 +368,43 @@ def test_result_carries_no_gradient_graph():
     assert x.grad is None
 
 
+def test_pointer_puts_carets_under_the_culprit():
+    expr = "(net_output * att_scores).sum(axis=1)"
+    err = refusal(expr)
+    assert pointer(expr, err.span) == expr + "\n " + "^" * len("net_output * att_scores")
+
+
+def test_pointer_shows_only_the_line_of_a_multiline_culprit():
+    expr = "net_output +\n  att_scores * net_output"
+    err = refusal(expr)
+    assert pointer(expr, err.span) == "  att_scores * net_output\n  " + "^" * 23
+
+
+@pytest.mark.parametrize(
+    ("expr", "fragment"),
+    [
+        ("mask - mask", "bool"),
+        ("lengths @ att_scores", "same dtype"),
+        ("mask.T @ mask", "bool"),
+        ('einsum("bt,bth->bh", mask, net_output)', "one numeric dtype"),
+        ("lengths.mean()", "floating-point"),
+        ("lengths.softmax(0)", "floating-point"),
+        ("lengths ** -1", "floats"),
+    ],
+)
+def test_dtype_mistakes_are_named_before_pytorch_sees_them(expr, fragment):
+    vs = variables()
+    vs["mask"] = vs["att_scores"] > 0.5  # (B,T) bool
+    vs["lengths"] = torch.tensor([3, 2])  # (B,) int64
+    err = refusal(expr, vs)
+    assert err.kind == "type" and fragment in str(err)
+
+
+def test_a_tuple_holding_a_tensor_is_refused():
+    err = refusal("(net_output, 1)")
+    assert err.kind == "type" and "tuple" in str(err)
+
+
 @pytest.mark.parametrize(
     "bad",
     [{"x": [1, 2]}, {"_x": torch.zeros(1)}, {"not a name": torch.zeros(1)}, [("x", 1)]],
@@ -454,6 +499,7 @@ HOSTILE = [
     ("huge-slice", "net_output[0:999999999:1, -999999999:]", "ok", ""),
     ("huge-index", "net_output[999999999]", "shape", "out of range"),
     ("huge-constant", "net_output * 1" + "0" * 40, "limit", "too large"),
+    ("huge-int-literal", "1" * 2000, "limit", "too large"),
     ("inf-constant", "net_output * 1e999", "limit", "too large"),
     ("many-nones", "net_output" + "[None]" * 20, "limit", "axes"),
     ("deep-unary", "-" * 1000 + "net_output", "limit", "nested"),
