@@ -777,7 +777,11 @@ def _run(form: _Form, x: Tensor, w: Tensor, *, variant: bool) -> Mistake:
         key=form.key,
         title=form.title + (" (T == H)" if variant else ""),
         code=form.code,
-        explanation=form.why((b, t, h)),
+        explanation=(
+            "With these sizes it happens to give the right answer, by luck: " + form.why((b, t, h))
+            if correct and form.key != "right"
+            else form.why((b, t, h))
+        ),
         error=error,
         correct=correct,
         silent=silent,

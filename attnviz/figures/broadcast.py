@@ -364,11 +364,11 @@ def mistake_figure(mistake: Mistake, *, zrange: tuple[float, float] | None = Non
         )
         fig.update_xaxes(visible=False, row=1, col=1)
         fig.update_yaxes(visible=False, row=1, col=1)
-        got_text = f"torch raised: {message}"
+        got_text = f"torch raised: {message.rstrip('.')}."
     exp2, (ey, ex), _ = _as_2d(expected, ("sentence", "hidden"))
     fig.add_trace(
         heatmap_trace(
-            exp2, zmin=zmin, zmax=zmax, x_name=ex, y_name=ey, name="right", show_scale=False
+            exp2, zmin=zmin, zmax=zmax, x_name=ex, y_name=ey, name="right", show_scale=got is None
         ),
         row=1,
         col=2,

@@ -38,6 +38,12 @@ STRETCH_GLYPH = "↔"
 MARK_COLOR = "#222222"
 #: Height of a heatmap cell as a fraction of its width.
 CELL_RATIO = 0.62
+#: Smallest height of one panel's plotting area, so a one-row tensor keeps a readable colour bar.
+MIN_PLOT_PX = 150
+#: Gap between rows of panels, room for the axis title and the next panel's title.
+PANEL_GAP_PX = 110
+#: Most columns of cells in a row of panels that still get fixed-aspect cells.
+MAX_SQUARE_COLUMNS = 12
 #: Pixels per row of cells used to size a figure's height.
 ROW_PX = 58
 
@@ -101,10 +107,20 @@ def _zrange(
 
 def square_cells(fig: go.Figure, *, ratio: float = CELL_RATIO) -> go.Figure:
     """Give every heatmap cells of one fixed aspect (height = ratio x width), so a (B, T, 1)
-    tensor looks like a column and a (B, T, H) one like a block, whatever the page width."""
-    for trace in fig.data:
-        if trace.type != "heatmap":
-            continue
+    tensor looks like a column and a (B, T, H) one like a block, whatever the page width.
+
+    Only while a row of panels holds at most ``MAX_SQUARE_COLUMNS`` columns of cells in all:
+    wider tensors fill the width instead (their cells are narrow already).
+    """
+    maps = [tr for tr in fig.data if tr.type == "heatmap"]
+    by_row: dict[tuple, int] = {}
+    for trace in maps:
+        y_axis = fig.layout["yaxis" + (trace.yaxis or "y")[1:]]
+        key = tuple(y_axis.domain) if y_axis.domain else (0, 1)
+        by_row[key] = by_row.get(key, 0) + (len(trace.z[0]) if trace.z else 0)
+    if not by_row or max(by_row.values()) > MAX_SQUARE_COLUMNS:
+        return fig
+    for trace in maps:
         x_id, y_id = trace.xaxis or "x", trace.yaxis or "y"
         x_axis = fig.layout["xaxis" + x_id[1:]]
         y_axis = fig.layout["yaxis" + y_id[1:]]
@@ -138,7 +154,7 @@ def base_layout(fig: go.Figure, *, title: str, subtitle: str | None = None, heig
         title=title_dict,
         font={"size": FONT_SIZE, "family": FONT_FAMILY, "color": "#111111"},
         height=height,
-        margin={"l": 90, "r": 40, "t": 120 if subtitle else 90, "b": 80},
+        margin={"l": 90, "r": 40, "t": 135 if subtitle else 90, "b": 80},
         paper_bgcolor="white",
         plot_bgcolor="white",
     )
@@ -323,12 +339,12 @@ def tensor_figure(
     if arr.ndim == 3:
         fig = _panels_figure(arr, names, zmin, zmax, mask, digits, name)
         n_rows_grid = math.ceil(shape[0] / _ncols(shape))
-        height = 200 + n_rows_grid * (80 + ROW_PX * shape[1])
+        height = 120 + 90 + _plot_px(n_rows_grid, shape[1])
         layout = (
-            f"one panel per {names[0]} ({shape[0]} panels); in each, rows are {names[1]}s "
+            f"one panel per {names[0]} ({_count(shape[0], 'panel')}); in each, rows are {names[1]}s "
             f"({shape[1]}) and columns are {names[2]} features ({shape[2]})"
             if names[2] == "hidden"
-            else f"one panel per {names[0]} ({shape[0]} panels); rows are {names[1]} "
+            else f"one panel per {names[0]} ({_count(shape[0], 'panel')}); rows are {names[1]} "
             f"({shape[1]}), columns are {names[2]} ({shape[2]})"
         )
     else:
@@ -353,7 +369,7 @@ def tensor_figure(
             fig.update_yaxes(showticklabels=False)
         if mask2 is not None:
             _mark_cells(fig, mask2)
-        height = 230 + ROW_PX * arr2.shape[0]
+        height = 230 + max(ROW_PX * arr2.shape[0], MIN_PLOT_PX)
         layout = (
             f"one row of {shape[0]} {names[0]}s"
             if arr.ndim == 1
@@ -391,6 +407,16 @@ def _ncols(shape: tuple[int, ...]) -> int:
     return max(1, min(shape[0], MAX_COLUMNS, 24 // max(shape[2], 1) or 1))
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def _plot_px(n_panel_rows: int, cell_rows: int) -> int:
+    """Height in pixels of the plotting area for a grid of panels."""
+    panel = max(ROW_PX * cell_rows, MIN_PLOT_PX)
+    return n_panel_rows * panel + (n_panel_rows - 1) * PANEL_GAP_PX
+
+
 def _panels_figure(
     arr: np.ndarray,
     names: Sequence[str],
@@ -408,7 +434,7 @@ def _panels_figure(
         cols=ncols,
         subplot_titles=[f"{names[0]} {i}" for i in range(b)],
         horizontal_spacing=min(0.08, 0.4 / max(ncols - 1, 1)),
-        vertical_spacing=min(0.12, 0.5 / max(nrows - 1, 1)),
+        vertical_spacing=min(0.3, PANEL_GAP_PX / _plot_px(nrows, r)) if nrows > 1 else 0.1,
     )
     for i in range(b):
         row, col = i // ncols + 1, i % ncols + 1
