@@ -127,6 +127,30 @@ _LOOKALIKES = {
     "С": "C", "Т": "T", "Х": "X", "ο": "o", "α": "a", "ν": "v", "ι": "i", "Ο": "O", "Α": "A",
     "Β": "B", "Ε": "E", "Τ": "T", "Η": "H",
 }  # fmt: skip
+# Common PyTorch/NumPy spellings outside the language, and what to write instead.
+_INSTEAD = {
+    "size": ".shape",
+    "dim": ".ndim",
+    "t": ".T",
+    "mT": ".transpose(-2, -1)",
+    "max": ".amax(dim)",
+    "swapaxes": ".transpose(a, b)",
+    "swapdims": ".transpose(a, b)",
+    "movedim": ".permute(...)",
+    "repeat": ".expand(...) (a view: nothing is copied)",
+    "expand_as": ".expand(other.shape)",
+    "reshape_as": ".reshape(other.shape)",
+    "view_as": ".view(other.shape)",
+    "mul": "*",
+    "add": "+",
+    "sub": "-",
+    "div": "/",
+    "pow": "** with a number",
+    "bmm": "@",
+    "mm": "@",
+    "dot": "@",
+    "contiguous": ".reshape(...) (it copies when it must)",
+}
 _PLAIN_DTYPES = (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
 _MAX_INT = 2**62  # scalar arithmetic stays well inside int64
 _EINSUM_MAX_OPERANDS = 4
@@ -152,7 +176,7 @@ class Limits:
     max_constant: float = 1e9
     max_power: float = 8
     max_elements: int = 1_000_000
-    max_total_elements: int = 5_000_000
+    max_total_elements: int = 2_000_000
     max_ndim: int = 16
     max_work: int = 50_000_000
     time_budget: float = 1.0
@@ -550,9 +574,16 @@ class _Checker:
                 f"operation out, e.g. x + y instead of x.add_(y)."
             )
         else:
-            why = (
-                f"attribute `{attr}` is not allowed. The allowed attributes are .T, .shape, "
-                f".ndim and the methods {', '.join(METHODS)}."
+            why = f"attribute `{attr}` is not allowed."
+            if attr in _INSTEAD:
+                why += f" Use {_INSTEAD[attr]} instead."
+            else:
+                close = difflib.get_close_matches(attr, [*METHODS, *ATTRIBUTES], n=1, cutoff=0.75)
+                if close:
+                    why += f" Did you mean `.{close[0]}`?"
+            why += (
+                f" The allowed attributes are .T, .shape, .ndim and the methods "
+                f"{', '.join(METHODS)}."
             )
         raise self.refuse(node, why)
 

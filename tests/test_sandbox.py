@@ -313,6 +313,20 @@ def test_misspelt_name_gets_a_did_you_mean():
     assert err.span == (13, 22)
 
 
+@pytest.mark.parametrize(
+    ("expr", "fragment"),
+    [
+        ("att_scores.unsqeeze(-1)", "Did you mean `.unsqueeze`?"),
+        ("net_output.size()", "Use .shape instead"),
+        ("net_output.max(1)", "Use .amax(dim) instead"),
+        ("att_scores.repeat(1, 5)", "Use .expand("),
+    ],
+)
+def test_unknown_attribute_suggests_the_allowed_one(expr, fragment):
+    err = refusal(expr)
+    assert err.kind == "refused" and fragment in str(err)
+
+
 def test_syntax_error_points_at_the_position():
     err = refusal("net_output * (att_scores")
     assert err.kind == "syntax" and err.span is not None
@@ -336,6 +350,14 @@ def test_limits_are_checked_before_allocation():
     err = refusal("net_output * 2", limits=Limits(max_elements=10))
     assert err.kind == "limit" and "30 elements" in str(err)
     assert err.trace.steps == ()  # refused in the shape-only pass: nothing was even cloned
+
+
+def test_a_refused_step_is_never_run_but_the_steps_before_it_are():
+    vs = variables((2, 3, 5))
+    err = refusal("net_output[..., None].expand(2, 3, 5, 10)", vs, limits=Limits(max_elements=40))
+    assert err.kind == "limit" and "300 elements" in str(err)
+    assert [s.source for s in err.trace.steps] == ["net_output", "net_output[..., None]"]
+    assert_close(err.trace.steps[1].value, vs["net_output"][..., None])
 
 
 def test_time_budget_stops_the_evaluation():
