@@ -14,9 +14,18 @@ speed of a plain read, and never writes a (B, T, H) temporary (the one-liner doe
   (SPLIT, B, H); a second tiny kernel sums the partials and casts to the output dtype. Partials
   cost SPLIT*B*H*4 bytes (B=8, H=1024, SPLIT=17: 0.5 MiB against 256 MiB of x) and, unlike
   ``atomic_add``, give the same bits on every run and need no zero-filled output.
-- CPU: ``torch.bmm`` as a (1, T) @ (T, H) product per sentence, measured on our 2-core machine at
-  about 90-100% of a plain read (``x.sum()``); einsum lowers to the same kernel; ``torch.compile``
-  of the one-liner was not faster (see benchmarks/RESULTS.md), so it is not used.
+- CPU: a weighted sum of rows (``weighted_sum_rows``). x is viewed as B*T rows of H numbers and
+  each sentence is a "bag" of consecutive rows summed with its weights by PyTorch's embedding-bag
+  kernel (``F.embedding_bag(..., per_sample_weights=w)``): a streaming pass over the rows,
+  parallel over bags; when B is smaller than twice the thread count, sentences are cut into
+  chunks (more bags) and a tiny sum finishes the partials: the CPU twin of the split-T kernel.
+  Measured on our 2-core machine (benchmarks/RESULTS.md) it runs near the read floor ``x.sum()``,
+  where ``torch.bmm`` reaches about 55-75%; einsum is several times slower still, because torch
+  2.13 lowers "bth,bt->bh" to ``bmm(x.permute(0, 2, 1), w[..., None])``, a (H, T) @ (T, 1)
+  product over a transposed, strided x (seen with torch.profiler). ``torch.compile`` of the
+  one-liner reached about 26 GB/s against bmm's 41 GB/s and the floor's 55 GB/s at 48x512x1024,
+  after 13 s of compiling, so it is not used. Strided x and tiny inputs (fewer than
+  CPU_ROWS_MIN_NUMEL numbers) go to bmm, which needs no set-up.
 
 Triton is imported lazily: attnviz imports and works without it. Set ``TRITON_INTERPRET=1`` before
 the first import of triton to run the kernel on CPU tensors (slowly) in Triton's interpreter;

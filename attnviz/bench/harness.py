@@ -37,7 +37,8 @@ from attnviz.errors import AttnvizError
 FLOOR = "floor"  # x.sum(): a plain read of x, the speed limit of a one-pass method
 COPY = "copy"  # dst.copy_(x): read + write x, the device copy bandwidth (CUDA targets)
 DEFAULT_METHODS = ("broadcast", "einsum", "bmm", "fused")
-LOOP_MAX_WORDS = 4096  # the Python loop runs B*T steps: only for small B*T
+LOOP_MAX_WORDS = 4096
+SLOW_CALL_S = 0.05  # above this per call, time single synchronized calls (no per-block warm-up)  # the Python loop runs B*T steps: only for small B*T
 DTYPES = {
     "float32": torch.float32,
     "float": torch.float32,
@@ -296,6 +297,7 @@ def measure(
 
     first_call: dict[str, float] = {}
     number: dict[str, int] = {}
+    slow: dict[str, bool] = {}
     timers: dict[str, Timer] = {}
     timer_fn = _sync_timer(device)
     for name in names:
@@ -308,12 +310,13 @@ def measure(
         # warm-up: a few more calls, then an estimate of one call for the block size
         t0 = time.perf_counter()
         n_warm = 0
-        while n_warm < 3 or (time.perf_counter() - t0 < 0.05 and n_warm < 1000):
+        while n_warm < 2 or (time.perf_counter() - t0 < 0.05 and n_warm < 1000):
             fn(*sets[n_warm % n_sets])
             n_warm += 1
         synchronize(device)
         per_call = (time.perf_counter() - t0) / n_warm
         number[name] = max(1, math.ceil(min_block_s / max(per_call, 1e-9)))
+        slow[name] = per_call > SLOW_CALL_S
         timers[name] = Timer(
             stmt="fn(*sets[next(idx)])",
             globals={"fn": fn, "sets": sets, "idx": itertools.cycle(range(n_sets))},
@@ -324,11 +327,19 @@ def measure(
 
     samples: dict[str, list[float]] = {name: [] for name in names}
     rng = random.Random(seed)
-    for _ in range(rounds):
+    for r in range(rounds):
         order = names[:]
         rng.shuffle(order)
         for name in order:
-            samples[name].append(timers[name].timeit(number[name]).times[0])
+            if slow[name]:
+                # Timer.timeit runs 2 untimed warm-up calls per block: for a call that takes
+                # longer than SLOW_CALL_S we time single synchronized calls instead
+                x, w = sets[r % n_sets]
+                t0 = timer_fn()
+                fns[name](x, w)
+                samples[name].append(timer_fn() - t0)
+            else:
+                samples[name].append(timers[name].timeit(number[name]).times[0])
 
     extra: dict[str, int | None] = dict.fromkeys(names)
     if memory:

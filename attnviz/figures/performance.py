@@ -84,6 +84,30 @@ def _line(device: str, method: str) -> dict:
     return {"color": PALETTE.get(method, "#444444"), "dash": dash, "width": 2.5}
 
 
+def _byte_ticks(values: Iterable[float]) -> tuple[list[float], list[str]]:
+    """Ticks every factor of 8 (powers of two) over ``values``, labelled in B / KiB / MiB / GiB."""
+    vals = [v for v in values if v and v > 0]
+    if not vals:
+        return [], []
+    lo, hi = min(vals), max(vals)
+    ticks, k = [], 0
+    while 2.0**k < lo / 8:
+        k += 3
+    while 2.0**k <= hi * 8:
+        ticks.append(2.0**k)
+        k += 3
+    return ticks, [_fmt_bytes(t).replace(".0 ", " ") for t in ticks]
+
+
+def _time_ticks(values: Iterable[float]) -> tuple[list[float], list[str]]:
+    """Ticks at powers of ten over ``values`` seconds, labelled µs / ms / s."""
+    vals = [v for v in values if v and v > 0]
+    if not vals:
+        return [], []
+    ticks = [10.0**k for k in range(-9, 3) if min(vals) / 10 <= 10.0**k <= max(vals) * 10]
+    return ticks, [_fmt_time(t) for t in ticks]
+
+
 def _layout(fig: go.Figure, title: str, ytitle: str, ylog: bool = True) -> None:
     fig.update_layout(
         title=title,
@@ -93,7 +117,9 @@ def _layout(fig: go.Figure, title: str, ytitle: str, ylog: bool = True) -> None:
         hovermode="closest",
         margin={"l": 80, "r": 30, "t": 70, "b": 70},
     )
-    fig.update_xaxes(title="input size (x and w)", type="log", tickformat="~s", ticksuffix="B")
+    xs = [x for t in fig.data for x in (t.x or ()) if x is not None]
+    tickvals, ticktext = _byte_ticks(xs)
+    fig.update_xaxes(title="input size (x and w)", type="log", tickvals=tickvals, ticktext=ticktext)
     fig.update_yaxes(title=ytitle, type="log" if ylog else "linear")
 
 
@@ -135,7 +161,9 @@ def time_vs_bytes_figure(records: Iterable[Measurement | dict]) -> go.Figure:
                 + f"{method} · {device}</extra>",
             )
         )
-    _layout(fig, "Time per call vs input size", "median time per call (s)")
+    _layout(fig, "Time per call vs input size", "median time per call")
+    tickvals, ticktext = _time_ticks([r["median_s"] for r in recs])
+    fig.update_yaxes(tickvals=tickvals, ticktext=ticktext)
     parts = []
     for device in sorted({r["device"] for r in recs}):
         top = _largest(recs, device)
@@ -201,12 +229,20 @@ def roofline_figure(records: Iterable[Measurement | dict]) -> go.Figure:
             )
         )
     roofs = roofline(recs)
+    xs = [_xbytes(r) for r in recs]
     for device, gbps in sorted(roofs.items()):
-        fig.add_hline(
-            y=gbps,
-            line={"color": "#000000", "dash": "dot", "width": 1},
-            annotation_text=f"read floor {device}: {gbps:.3g} GB/s",
-            annotation_position="top left",
+        # the roof: a horizontal trace (a shape's label would be placed in log units on log axes)
+        fig.add_trace(
+            go.Scatter(
+                x=[min(xs), max(xs)],
+                y=[gbps, gbps],
+                mode="lines+text",
+                text=[f"best read {device}: {gbps:.3g} GB/s", ""],
+                textposition="top right",
+                name=f"roof · {device}",
+                line={"color": "#000000", "dash": "dash", "width": 1},
+                hoverinfo="skip",
+            )
         )
     _layout(fig, "Bandwidth achieved vs input size", "GB/s (read x and w, write the output)")
     parts = []
@@ -217,7 +253,7 @@ def roofline_figure(records: Iterable[Measurement | dict]) -> go.Figure:
         shape = "x".join(map(str, top[0]["shape"]))
         shares = ", ".join(
             f"{r['method']} {r['ratio_to_floor']:.0%}"
-            for r in sorted(top, key=lambda r: -r["gbps"])
+            for r in sorted(top, key=lambda r: -(r["ratio_to_floor"] or 0.0))
             if r["ratio_to_floor"] is not None
         )
         parts.append(
@@ -265,8 +301,9 @@ def extra_memory_figure(records: Iterable[Measurement | dict]) -> go.Figure:
                 hoverinfo="skip",
             )
         )
-    _layout(fig, "Peak extra memory per call", "peak extra memory (bytes)")
-    fig.update_yaxes(tickformat="~s", ticksuffix="B")
+    _layout(fig, "Peak extra memory per call", "peak extra memory")
+    tickvals, ticktext = _byte_ticks([y for t in fig.data for y in (t.y or ())])
+    fig.update_yaxes(tickvals=tickvals, ticktext=ticktext)
     parts = []
     for device in sorted({r["device"] for r in recs}):
         top = _largest(recs, device)
