@@ -1554,7 +1554,7 @@ def _summarise(
     return CheckResult(exercise, status, msg + "\n" + listing, key, n_ok, len(results))
 
 
-class _VirtualGPU:
+class VirtualGPU:
     """A pretend accelerator with a pretend clock, so a timer can be checked exactly.
 
     op() queues `cost` seconds of work and returns after `launch` seconds of host time (like a CUDA
@@ -1621,7 +1621,7 @@ def check_timer(
     results = []
     for i in range(3):
         warm = rng.uniform(1e-4, 1e-3)
-        dev = _VirtualGPU(
+        dev = VirtualGPU(
             launch=rng.uniform(5e-6, 2e-5), warm=warm, cold=warm * rng.uniform(20, 50)
         )
         repeats = rng.randint(3, 8)
