@@ -597,6 +597,11 @@ class _Checker:
         for arg in [*node.args, *(kw.value for kw in node.keywords)]:
             if isinstance(arg, ast.List):
                 self.lists.add(id(arg))
+        seen: set[str] = set()
+        for kw in node.keywords:
+            if kw.arg is not None and kw.arg in seen:
+                raise self.refuse(kw, f"keyword `{kw.arg}` is given twice.", kind="syntax")
+            seen.add(kw.arg)
         if isinstance(func, ast.Name) and func.id in FUNCTIONS:
             self.check_einsum(node)
             return

@@ -483,6 +483,7 @@ HOSTILE = [
     ("cuda", "net_output.cuda()", "refused", "cuda"),
     ("cpu", "net_output.cpu()", "refused", "cpu"),
     ("method-unbound", "net_output.sum", "refused", "must be called"),
+    ("duplicate-kwarg", "net_output.sum(dim=1, dim=2)", "syntax", "given twice"),
     ("kwargs-unpack", "net_output.sum(**{'dim': 1})", "refused", "unpacking"),
     ("args-unpack", "net_output.sum(*[1])", "refused", "unpacking"),
     ("comparison", "net_output[net_output > 0]", "refused", "comparison"),
