@@ -11,7 +11,8 @@
   plain message. The check runs in the caller for the CPU and again inside the worker (which alone
   touches CUDA) before allocating.
 - A job that runs past its timeout is stopped by killing the worker; an out-of-memory or a crash
-  kills only the worker. Either way the caller gets an AttnvizError and the next job starts a fresh
+  kills only the worker (it raises its own ``oom_score_adj`` so the kernel's OOM killer picks it
+  before the web server). Either way the caller gets an AttnvizError and the next job starts a fresh
   worker: the web server stays alive and serving.
 
 Core layer: no streamlit here. A page wraps ``submit`` in its own spinner and error display.
@@ -112,6 +113,12 @@ def run_spec(spec: BenchSpec, **limits) -> list[dict]:
 def _worker_main(conn, limits: dict) -> None:
     """The worker process: receive (job id, spec dict), reply (job id, status, payload)."""
     import torch
+
+    try:  # if memory runs out, the kernel's OOM killer should pick this process, not the server
+        with open("/proc/self/oom_score_adj", "w", encoding="ascii") as f:
+            f.write("1000")
+    except OSError:
+        pass
 
     while True:
         try:
