@@ -43,6 +43,8 @@ HOSTILE_SNIPPETS = (
     "net_output.__iadd__(1)", "net_output.add_(1)", "1e999", "10**10**10", "9" * 30,
     "net_output.expand(10**6, 10**6)", "net_output.reshape(10**5, 10**5)", "net_output[None]" * 5,
     "att_scores.repeat(1000, 1000)", "nеt_output", "ｎet_output", "net_output\0", "\u200bx",
+    "net_output.sum(dim=1, dim=2)", "net_output.sum(axis=1, dim=1)", "net_output.size()",
+    "1" * 1999, "(" * 300 + "net_output" + ")" * 300, "-" * 500 + "net_output",
 )  # fmt: skip
 EQUATIONS = (
     "bth,bt->bh", "bth,bt->bth", "bt,bth->bh", "bth->bh", "bt->b", "ij,jk->ik", "...h,...->...h",
@@ -267,6 +269,7 @@ def main(argv: list[str] | None = None) -> int:
     outcomes: Counter[str] = Counter()
     unexpected: list[tuple[str, str]] = []
     slowest = (0.0, "")
+    times: list[float] = []
     variables = make_variables(rng)
     originals = {k: v.clone() for k, v in variables.items()}
     evaluate("net_output", variables)  # PyTorch's one-time start-up is not an evaluation
@@ -295,6 +298,7 @@ def main(argv: list[str] | None = None) -> int:
             outcome = "unexpected"
             unexpected.append((text, f"{type(exc).__name__}: {exc}"))
         elapsed = time.perf_counter() - t0
+        times.append(elapsed)
         outcomes[outcome] += 1
         if elapsed > slowest[0]:
             slowest = (elapsed, text)
@@ -308,6 +312,12 @@ def main(argv: list[str] | None = None) -> int:
     print(f"unexpected: {len(unexpected)}")
     for text, what in unexpected[: args.show]:
         print(f"  {text!r}: {what}")
+    times.sort()
+    pct = {p: times[min(len(times) - 1, int(p / 100 * len(times)))] * 1e3 for p in (50, 99, 99.9)}
+    print(
+        f"latency: median {pct[50]:.2f} ms, p99 {pct[99]:.2f} ms, p99.9 {pct[99.9]:.2f} ms, "
+        f"max {slowest[0] * 1e3:.1f} ms"
+    )
     print(f"slowest: {slowest[0] * 1e3:.1f} ms for {slowest[1]!r}")
     print(f"total: {total:.1f} s, rate: {args.n / total:,.0f} expressions/s")
     return 1 if unexpected else 0
