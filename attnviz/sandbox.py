@@ -44,6 +44,7 @@ from attnviz.trace import STRETCHED, Alignment, align_shapes
 __all__ = [
     "ATTRIBUTES",
     "DEFAULT_LIMITS",
+    "ERROR_KINDS",
     "FUNCTIONS",
     "METHODS",
     "Limits",
@@ -206,14 +207,15 @@ def _axis_words(axis: int) -> str:
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # tensors inside: compare fields, not objects
 class Step:
     """One evaluated sub-expression.
 
     index: position in evaluation order. source: its text, ``expr[span[0]:span[1]]``. op: what it
     does ("name", "+", "-", "*", "/", "@", "**", "neg", "index", ".T", ".shape", ".ndim", ".sum",
     ..., "einsum"). shape/dtype/stride: of a tensor value (None for a tuple or a number).
-    value: the tensor, tuple or number (None in the shape-only first pass). operands: the shapes
+    value: the tensor, tuple or number (None only in the partial trace of a time-out during the
+    shape-only first pass). operands: the shapes
     of the tensors it consumed. broadcast: for + - * / between tensors and for the batch axes
     of @, the operand shapes lined up from the right. note: what happened, in plain words.
     """
@@ -231,7 +233,7 @@ class Step:
     note: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # tensors inside: compare fields, not objects
 class Trace:
     """An evaluation: its result and every step, in order.
 

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 import torch
+from hypothesis import given
+from hypothesis import strategies as st
 from torch.testing import assert_close
 
 import attnviz
@@ -283,6 +285,34 @@ def test_results_match_pytorch_on_the_same_inputs():
     }
     for expr, want in cases.items():
         assert_close(evaluate(expr, vs).result, want)
+
+
+small_shapes = st.lists(st.integers(1, 4), min_size=0, max_size=4).map(tuple)
+
+
+@given(a=small_shapes, b=small_shapes, op=st.sampled_from(["+", "-", "*", "/"]))
+def test_broadcasting_agrees_with_pytorch(a, b, op):
+    vs = {"a": torch.rand(a, dtype=torch.float64), "b": torch.rand(b, dtype=torch.float64)}
+    try:
+        want = torch.broadcast_shapes(a, b)
+    except RuntimeError:
+        err = refusal(f"a {op} b", vs)
+        assert err.kind == "shape" and "meets" in str(err)
+        return
+    trace = evaluate(f"a {op} b", vs)
+    assert trace.result.shape == want
+    assert trace.steps[-1].broadcast.result == tuple(want)
+
+
+@given(a=small_shapes, b=small_shapes)
+def test_matmul_agrees_with_pytorch(a, b):
+    vs = {"a": torch.rand(a, dtype=torch.float64), "b": torch.rand(b, dtype=torch.float64)}
+    try:
+        want = vs["a"] @ vs["b"]
+    except RuntimeError:
+        assert refusal("a @ b", vs).kind == "shape"
+        return
+    assert_close(evaluate("a @ b", vs).result, want)
 
 
 def test_view_of_a_transposed_tensor_suggests_reshape():
