@@ -88,19 +88,43 @@ class CheckResult:
 
     __repr__ = __str__
 
+    def _blocks(self) -> list[tuple[bool, str]]:
+        """The message as (is_code, text) blocks: lines indented by 4 spaces are a code block."""
+        blocks: list[tuple[bool, str]] = []
+        for line in self.message.split("\n"):
+            code = line.startswith("    ")
+            if blocks and blocks[-1][0] == code:
+                blocks[-1] = (code, blocks[-1][1] + "\n" + line)
+            else:
+                blocks.append((code, line))
+        return blocks
+
     def _repr_markdown_(self) -> str:
-        return f"**{self.title}**\n\n{self.message}"
+        parts = [f"**{self.title}**", ""]
+        for code, text in self._blocks():
+            if code:
+                parts += ["", text, ""]
+            else:
+                parts += [line + "  " if line else "" for line in text.split("\n")]
+        return "\n".join(parts)
 
     def _repr_html_(self) -> str:
         colour = _COLOURS[self.status]
-        body = html.escape(self.message)
-        body = re.sub(r"`([^`\n]+)`", r"<code>\1</code>", body)
+        body = []
+        for code, text in self._blocks():
+            if code:
+                body.append(f'<pre style="margin:4px 0 4px 8px">{html.escape(text)}</pre>')
+            else:
+                escaped = re.sub(r"`([^`\n]+)`", r"<code>\1</code>", html.escape(text))
+                body.append(f'<div style="white-space:pre-wrap">{escaped}</div>')
         return (
             f'<div class="attnviz-check attnviz-{self.status.replace(" ", "-")}" '
             f'style="border-left:6px solid {colour};padding:6px 12px;margin:4px 0;'
-            f'background:{colour}1a;font-family:system-ui,sans-serif;line-height:140%">'
-            f'<div style="font-weight:bold;color:{colour}">{html.escape(self.title)}</div>'
-            f'<div style="white-space:pre-wrap">{body}</div></div>'
+            f"background:{colour}1a;color:#1a1a1a;font-family:system-ui,sans-serif;"
+            f'line-height:140%">'
+            f'<div style="font-weight:bold">{html.escape(self.title)}</div>'
+            + "".join(body)
+            + "</div>"
         )
 
 
@@ -631,7 +655,7 @@ def _check(
             f"\nAlso: your function changed its input {' and '.join(first.mutated)} in place; "
             f"compute a new tensor instead."
         )
-    parts.append(listing)
+    parts.append("\n" + listing)
     return CheckResult(exercise, status, "\n".join(parts), key, len(passed), len(cases))
 
 
@@ -1551,7 +1575,7 @@ def _summarise(
     if key:
         msg += "\n\n" + hints[key]
     status = "error" if "crashed" in first[3].split() else "failed"
-    return CheckResult(exercise, status, msg + "\n" + listing, key, n_ok, len(results))
+    return CheckResult(exercise, status, msg + "\n\n" + listing, key, n_ok, len(results))
 
 
 class VirtualGPU:
@@ -1621,9 +1645,7 @@ def check_timer(
     results = []
     for i in range(3):
         warm = rng.uniform(1e-4, 1e-3)
-        dev = VirtualGPU(
-            launch=rng.uniform(5e-6, 2e-5), warm=warm, cold=warm * rng.uniform(20, 50)
-        )
+        dev = VirtualGPU(launch=rng.uniform(5e-6, 2e-5), warm=warm, cold=warm * rng.uniform(20, 50))
         repeats = rng.randint(3, 8)
         label = f"run {i + 1} (repeats={repeats})"
         try:
