@@ -602,6 +602,7 @@ def _check(
         "type": "not_a_tensor",
         "mutated": "mutated_input",
         "copy": "copied",
+        "device": "wrong_device",
     }.get(first.kind)
     named = {m.key: m for m in mistakes}
     if key in named:
@@ -673,8 +674,11 @@ def _constant_output(outcomes: list[_Outcome]) -> bool:
 
 def _expected(f: Callable[..., Tensor], *args: Tensor, dtype: torch.dtype) -> Tensor:
     """The oracle in float64, returned in the dtype the student's result must have."""
-    a64 = tuple(a.detach().to("cpu", torch.float64) if a.is_floating_point() else a for a in args)
-    return f(*a64).to(dtype)
+    device = args[0].device
+    a64 = tuple(
+        a.detach().to("cpu", torch.float64) if a.is_floating_point() else a.cpu() for a in args
+    )
+    return f(*a64).to(device, dtype)
 
 
 # --------------------------------------------------------------------------------------------
@@ -715,6 +719,9 @@ def _weighted_cases(seed: int | None, extra_args: Callable | None = None) -> lis
             *_xw(gen, b, t, h, dtype=torch.float64, raw=True),
         )
     )
+    if torch.cuda.is_available():  # where there is a GPU, the device is checked too
+        b, t, h = _sizes(rng, 3, 2, 7)
+        out.append(("inputs on the GPU", *(a.cuda() for a in _xw(gen, b, t, h))))
     return out, rng, gen
 
 
@@ -930,7 +937,7 @@ def check_masked_weighted_sum(
         if i == 0:
             mask = examples.padded(2, 3, 5)[2]  # (2, 3): the classic padded mask
         else:
-            mask = torch.rand(b, t, generator=gen) < 0.6  # (B,T)
+            mask = (torch.rand(b, t, generator=gen) < 0.6).to(x.device)  # (B,T)
             mask[0, 0] = True  # sentence 0 keeps a real word ...
             if t > 1:
                 mask[0, -1] = False  # ... and some padding
@@ -1105,7 +1112,7 @@ def check_weights_grad(
     cases = []
     for label, x, _ in raw:
         b, _, h = x.shape
-        g = torch.randn(b, h, generator=gen, dtype=torch.float64).to(x.dtype)  # (B,H)
+        g = torch.randn(b, h, generator=gen, dtype=torch.float64).to(x.device, x.dtype)  # (B,H)
         cases.append(
             _Case(
                 label,

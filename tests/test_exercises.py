@@ -165,6 +165,12 @@ def test_each_weighted_sum_mistake_is_named(fn, key, status):
     assert "Not quite yet" in result.message
 
 
+def test_wrong_device_is_named():
+    result = ex.check_weighted_sum(lambda x, w: ws_broadcast(x, w).to("meta"))
+    assert result.mistake == "wrong_device"
+    assert "lives on meta but the inputs are on cpu" in result.message
+
+
 def test_hard_coded_classic_answer_fails_on_fresh_values():
     result = ex.check_weighted_sum(ws_hard_coded_answer)
     assert result.cases_passed == 1  # the classic example itself, and nothing else
