@@ -4,6 +4,7 @@ Every function here runs torch on the inputs it is given and reports what happen
 
 - ``broadcast_steps`` -> the story as a list of ``Step`` (code, explanation, shape, value, strides).
 - ``align_shapes`` -> the right-aligned comparison of two shapes, axis by axis (``Alignment``).
+- ``feeding_cells`` -> the cells of a step that feed one result cell (to follow it through).
 - ``provenance`` -> one result cell written out as a sum of products with the actual numbers.
 - ``mistakes`` -> the gallery of wrong forms, each run live: torch's error, or the wrong answer.
 - ``gradients`` -> the backward pass: the broadcast becomes a sum, checked against autograd.
@@ -475,6 +476,30 @@ def broadcast_steps(net_output: Tensor, att_scores: Tensor) -> list[Step]:
 # --------------------------------------------------------------------------------------------
 
 
+def feeding_cells(step: Step, b: int, h: int) -> tuple[tuple[int, ...], ...]:
+    """The cells of step.value that feed the result cell weighted[b, h], one per word.
+
+    net_output, expand, product: (b, t, h) for every t; att_scores: (b, t); att_scores[..., None]:
+    (b, t, 0); sum and result: (b, h) itself; align: none (it has no values).
+    """
+    shape = step.shape
+    if step.key == "align":
+        return ()
+    b = _check_index("b (the sentence)", "B", b, shape[0], shape)
+    if step.key in ("sum", "result"):
+        h = _check_index("h (the hidden feature)", "H", h, shape[1], shape)
+        return ((b, h),)
+    if step.key == "att_scores":
+        return tuple((b, t) for t in range(shape[1]))
+    if step.key == "unsqueeze":
+        return tuple((b, t, 0) for t in range(shape[1]))
+    h = _check_index("h (the hidden feature)", "H", h, shape[2], shape)
+    return tuple((b, t, h) for t in range(shape[1]))
+
+
+# --------------------------------------------------------------------------------------------
+
+
 @dataclass(frozen=True)
 class Term:
     """One term att_scores[b, t] * net_output[b, t, h] of a result cell."""
@@ -506,7 +531,7 @@ class Provenance:
 def _check_index(name: str, letter: str, value: object, size: int, shape: tuple) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < size:
         raise AttnvizError(
-            f"{name} must be a whole number from 0 to {letter}-1 = {size - 1} for net_output "
+            f"{name} must be a whole number from 0 to {letter}-1 = {size - 1} for shape "
             f"{shape}; got {value!r}."
         )
     return value
@@ -922,6 +947,11 @@ class Layout:
     new_bytes: int
     storage_numbers: int
     value: Tensor
+
+    @property
+    def extra_bytes(self) -> int:
+        """The same as new_bytes: bytes this tensor adds to memory."""
+        return self.new_bytes
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,7 @@ ARGS = [
 ]
 
 
-def figures(b: int, t: int, h: int) -> dict:
+def figures(b: int, t: int, h: int, cell: tuple[int, int] | None = None) -> dict:
     x, w = (
         examples.preset("classic", b, t, h).net_output,
         examples.preset("classic", b, t, h).att_scores,
@@ -43,7 +43,7 @@ def figures(b: int, t: int, h: int) -> dict:
     steps = trace.broadcast_steps(x, w)
     out = {
         f"step{i}_{s.key}": f
-        for i, (s, f) in enumerate(zip(steps, story_figures(steps), strict=True))
+        for i, (s, f) in enumerate(zip(steps, story_figures(steps, cell=cell), strict=True))
     }
     out["align_clash"] = alignment_figure(
         trace.align_shapes(x.shape, w.shape, name_a="net_output", name_b="att_scores")
@@ -65,12 +65,13 @@ def main() -> None:
     parser.add_argument("out", nargs="?", default="/tmp/attnviz_figures")
     parser.add_argument("--shape", nargs=3, type=int, default=(2, 3, 5))
     parser.add_argument("--only", default="")
+    parser.add_argument("--cell", nargs=2, type=int, default=None, help="follow weighted[b, h]")
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     from playwright.sync_api import sync_playwright
 
-    figs = {k: f for k, f in figures(*args.shape).items() if args.only in k}
+    figs = {k: f for k, f in figures(*args.shape, cell=args.cell).items() if args.only in k}
     with sync_playwright() as p:
         browser = p.chromium.launch(
             executable_path=os.environ.get("CHROMIUM", "/usr/bin/chromium"), args=ARGS

@@ -357,3 +357,27 @@ def test_figure_html_is_self_contained_with_description():
     assert "plotly.js v" in page  # the library itself is inlined
     assert "att_scores[..., None].expand(2, 3, 5)" in page
     assert "<figcaption" in page and page.startswith("<!DOCTYPE html>")
+
+
+# ---------------------------------------------------------------- following one cell
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 5), (3, 4, 4), (1, 1, 1)])
+def test_story_outlines_the_cells_feeding_one_result(shape):
+    b, t, h = shape
+    steps = trace.broadcast_steps(*random_inputs(*shape))
+    figs = story_figures(steps, cell=(b - 1, h - 1))
+    product = figs[5]
+    solid = [s for s in product.layout.shapes if s.line.dash is None and s.line.width == 4]
+    assert len(solid) == t
+    hm = heatmaps(product)[b - 1]
+    bold = [[c.startswith("<b>") for c in row] for row in hm.text]
+    assert bold == [[j == h - 1 for j in range(h)] for _ in range(t)]
+    assert f"they feed weighted[{b - 1}, {h - 1}]" in description(product)
+    result_bold = [c for row in heatmaps(figs[7])[0].text for c in row if c.startswith("<b>")]
+    assert len(result_bold) == 1
+
+
+def test_highlight_outside_the_tensor_is_refused():
+    with pytest.raises(AttnvizError):
+        tensor_figure(torch.zeros(2, 3), title="w", highlight=[(2, 0)])

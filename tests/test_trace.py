@@ -17,6 +17,7 @@ from attnviz.trace import (
     STRETCHED,
     align_shapes,
     broadcast_steps,
+    feeding_cells,
     gradients,
     mistakes,
     provenance,
@@ -455,3 +456,27 @@ def test_view_vs_copy_rejects_three_axis_scores():
     with pytest.raises(AttnvizError) as info:
         view_vs_copy(torch.rand(2, 3, 1), 5)
     assert "(2, 3, 1)" in str(info.value)
+
+
+# ---------------------------------------------------------------- following one cell
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_feeding_cells_hold_the_terms_of_the_provenance(shape):
+    x, w = random_inputs(*shape, seed=13)
+    b, h = shape[0] - 1, shape[2] - 1
+    steps = broadcast_steps(x, w)
+    p = provenance(x, w, b, h)
+    products = [float(step(steps, "product").value[c]) for c in feeding_cells(steps[5], b, h)]
+    assert products == pytest.approx([t.product for t in p.terms], abs=1e-6)
+    weights = [float(step(steps, "att_scores").value[c]) for c in feeding_cells(steps[1], b, h)]
+    assert weights == pytest.approx([t.weight for t in p.terms])
+    assert feeding_cells(step(steps, "result"), b, h) == ((b, h),)
+    assert feeding_cells(step(steps, "align"), b, h) == ()
+
+
+def test_feeding_cells_reject_a_cell_outside_the_result():
+    steps = broadcast_steps(*examples.classic())
+    with pytest.raises(AttnvizError) as info:
+        feeding_cells(step(steps, "product"), 0, 5)
+    assert "(2, 3, 5)" in str(info.value)

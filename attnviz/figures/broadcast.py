@@ -37,6 +37,7 @@ from attnviz.trace import (
     Provenance,
     Step,
     ViewCopy,
+    feeding_cells,
 )
 
 # Categorical fills for the alignment diagram (the glyphs carry the meaning too, not colour alone).
@@ -51,11 +52,18 @@ _GLYPH = {EQUAL: "=", STRETCHED: STRETCH_GLYPH, CLASH: "✗"}
 _OUTCOME_SYMBOL = {"right": "✓", "error": "✗", "wrong shape": "✗", "silently wrong": "⚠"}
 
 
-def step_figure(step: Step, *, zrange: tuple[float, float] | None = None) -> go.Figure:
+def step_figure(
+    step: Step,
+    *,
+    zrange: tuple[float, float] | None = None,
+    cell: tuple[int, int] | None = None,
+) -> go.Figure:
     """The figure of one step: the alignment diagram for "align", else a heatmap of its value.
 
-    zrange: a shared colour range for the story (see ``shared_zrange``). The subtitle gives the
-    code, the shape and, where they matter, the strides and the memory the step uses.
+    zrange: a shared colour range for the story (see ``shared_zrange``). cell: (b, h) of a result
+    cell to follow through the story: the cells of this step that feed weighted[b, h] are
+    outlined (see ``trace.feeding_cells``). The subtitle gives the code, the shape and, where they
+    matter, the strides and the memory the step uses.
     """
     if step.alignment is not None or step.value is None:
         assert step.alignment is not None
@@ -76,6 +84,8 @@ def step_figure(step: Step, *, zrange: tuple[float, float] | None = None) -> go.
         zrange=zrange,
         stretched=step.stretched,
         name=step.key,
+        highlight=feeding_cells(step, *cell) if cell is not None else (),
+        highlight_note=None if cell is None else f"they feed weighted[{cell[0]}, {cell[1]}]",
     )
     text = fig.layout.meta["description"]
     extra = f" Code: {step.code}. Shape {step.shape}"
@@ -89,10 +99,11 @@ def step_figure(step: Step, *, zrange: tuple[float, float] | None = None) -> go.
     return describe(fig, text + extra + " " + step.explanation)
 
 
-def story_figures(steps: Sequence[Step]) -> list[go.Figure]:
-    """step_figure for every step, with one colour range shared by all of them."""
+def story_figures(steps: Sequence[Step], *, cell: tuple[int, int] | None = None) -> list[go.Figure]:
+    """step_figure for every step, with one colour range shared by all of them (and the cells
+    feeding weighted[b, h] outlined when cell = (b, h) is given)."""
     zrange = shared_zrange(steps)
-    return [step_figure(s, zrange=zrange) for s in steps]
+    return [step_figure(s, zrange=zrange, cell=cell) for s in steps]
 
 
 def _html(text: str) -> str:
@@ -410,6 +421,13 @@ def _wrap(text: str, width: int) -> list[str]:
     return lines
 
 
+def _table_row_px(m: Mistake) -> int:
+    """Rough height of a gallery row: the tallest of its wrapped cells."""
+    code_lines = len(_wrap(m.code, 52)) + (1 if m.variant else 0)
+    error_lines = len(_wrap(m.error, 40)) if m.error else 1
+    return 14 + 20 * max(code_lines, error_lines)
+
+
 def mistakes_figure(items: Sequence[Mistake]) -> go.Figure:
     """The gallery at a glance: a table of every form, its outcome, shapes and torch's message."""
     code = [
@@ -444,7 +462,7 @@ def mistakes_figure(items: Sequence[Mistake]) -> go.Figure:
         fig,
         title="Mistakes gallery",
         subtitle="each form run live by torch: ✓ right · ✗ fails or wrong shape · ⚠ silently wrong",
-        height=190 + 62 * len(items),
+        height=250 + sum(_table_row_px(m) for m in items),
     )
     fig.update_layout(margin={"l": 20, "r": 20})
     lines = [

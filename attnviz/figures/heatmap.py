@@ -36,6 +36,8 @@ FONT_FAMILY = "Arial, Helvetica, sans-serif"
 #: Glyph written in cells that exist only by broadcasting (stride 0), beside the number.
 STRETCH_GLYPH = "↔"
 MARK_COLOR = "#222222"
+#: Border of highlighted cells (e.g. the cells that feed one result cell).
+HIGHLIGHT_COLOR = "#000000"
 #: Height of a heatmap cell as a fraction of its width.
 CELL_RATIO = 0.62
 #: Smallest height of one panel's plotting area, so a one-row tensor keeps a readable colour bar.
@@ -186,12 +188,16 @@ def _stretched_mask(shape: tuple[int, ...], stretched: Sequence[int]) -> np.ndar
     return mask
 
 
-def _cell_text(arr2: np.ndarray, mask2: np.ndarray | None, digits: int) -> list[list[str]]:
+def _cell_text(
+    arr2: np.ndarray, mask2: np.ndarray | None, digits: int, bold2: np.ndarray | None = None
+) -> list[list[str]]:
     rows = []
     for i in range(arr2.shape[0]):
         row = []
         for j in range(arr2.shape[1]):
             s = fmt(float(arr2[i, j]), digits)
+            if bold2 is not None and bold2[i, j]:
+                s = f"<b>{s}</b>"
             if mask2 is not None and mask2[i, j]:
                 s = f"{s}<br>{STRETCH_GLYPH}"
             row.append(s)
@@ -215,13 +221,15 @@ def heatmap_trace(
     x_name: str,
     y_name: str,
     mask2: np.ndarray | None = None,
+    bold2: np.ndarray | None = None,
     digits: int = 3,
     show_scale: bool = True,
     name: str = "",
     x_labels: Sequence[str] | None = None,
     y_labels: Sequence[str] | None = None,
 ) -> go.Heatmap:
-    """A 2-D heatmap with a number (and the broadcast glyph where mask2 is True) in every cell."""
+    """A 2-D heatmap with a number in every cell: with the broadcast glyph where mask2 is True,
+    in bold where bold2 is True."""
     rows, cols = arr2.shape
     x = list(x_labels) if x_labels is not None else list(range(cols))
     y = list(y_labels) if y_labels is not None else list(range(rows))
@@ -236,7 +244,7 @@ def heatmap_trace(
         colorscale=COLORSCALE,
         showscale=show_scale,
         colorbar=colorbar(zmin, zmax) if show_scale else None,
-        text=_cell_text(arr2, mask2, digits),
+        text=_cell_text(arr2, mask2, digits, bold2),
         texttemplate="%{text}",
         textfont={"size": _cell_font(arr2.size, cols)},
         xgap=2,
@@ -247,9 +255,20 @@ def heatmap_trace(
 
 
 def _mark_cells(
-    fig: go.Figure, mask2: np.ndarray, *, row: int | None = None, col: int | None = None
+    fig: go.Figure,
+    mask2: np.ndarray,
+    *,
+    row: int | None = None,
+    col: int | None = None,
+    solid: bool = False,
 ) -> int:
-    """Dotted border around every broadcast-only cell; returns how many were marked."""
+    """A border around every cell where mask2 is True: dotted for broadcast-only cells, solid
+    and thick for highlighted ones. Returns how many cells were marked."""
+    line = (
+        {"color": HIGHLIGHT_COLOR, "width": 4}
+        if solid
+        else {"color": MARK_COLOR, "width": 2, "dash": "dot"}
+    )
     count = 0
     for i, j in zip(*np.nonzero(mask2), strict=True):
         kwargs = {"row": row, "col": col} if row is not None else {}
@@ -259,7 +278,7 @@ def _mark_cells(
             x1=j + 0.5,
             y0=i - 0.5,
             y1=i + 0.5,
-            line={"color": MARK_COLOR, "width": 2, "dash": "dot"},
+            line=line,
             fillcolor="rgba(0,0,0,0)",
             layer="above",
             **kwargs,
@@ -311,6 +330,8 @@ def tensor_figure(
     stretched: Sequence[int] = (),
     digits: int = 3,
     name: str = "tensor",
+    highlight: Sequence[Sequence[int]] = (),
+    highlight_note: str | None = None,
 ) -> go.Figure:
     """A heatmap of a 1-D, 2-D or 3-D tensor with its number in every cell.
 
@@ -319,6 +340,8 @@ def tensor_figure(
     zrange: the colour range, made zero-centred (default: from this tensor alone).
     stretched: axes that exist only by broadcasting (stride 0); cells past index 0 along them are
     drawn with a dotted border and the glyph ↔, and an annotation names the stretched axis.
+    highlight: full indices of cells to outline (thick solid border, bold number), e.g. the cells
+    that feed one result cell; highlight_note says why, in the description.
     The description is in fig.layout.meta["description"].
     """
     arr = to_numpy(value)
@@ -328,28 +351,27 @@ def tensor_figure(
         )
     names = tuple(axis_names) if axis_names else AXIS_DEFAULTS[arr.ndim]
     if len(names) != arr.ndim:
-        raise ValueError(
-            f"axis_names {names} must name each of the {arr.ndim} axes of {arr.shape}."
+        raise AttnvizError(
+            f"axis_names {names} must name each of the {arr.ndim} axes of {tuple(arr.shape)}."
         )
     shape = tuple(int(s) for s in arr.shape)
     stretched = tuple(a % arr.ndim for a in stretched if shape[a % arr.ndim] > 1)
     zmin, zmax = _zrange([arr], zrange)
     mask = _stretched_mask(shape, stretched) if stretched else None
+    bold = _highlight_mask(shape, highlight) if len(highlight) else None
 
     if arr.ndim == 3:
-        fig = _panels_figure(arr, names, zmin, zmax, mask, digits, name)
+        fig = _panels_figure(arr, names, zmin, zmax, mask, bold, digits, name)
         n_rows_grid = math.ceil(shape[0] / _ncols(shape))
         height = 120 + 90 + _plot_px(n_rows_grid, shape[1])
         layout = (
-            f"one panel per {names[0]} ({_count(shape[0], 'panel')}); in each, rows are {names[1]}s "
-            f"({shape[1]}) and columns are {names[2]} features ({shape[2]})"
-            if names[2] == "hidden"
-            else f"one panel per {names[0]} ({_count(shape[0], 'panel')}); rows are {names[1]} "
-            f"({shape[1]}), columns are {names[2]} ({shape[2]})"
+            f"one panel per {names[0]} ({_count(shape[0], 'panel')}); in each, rows are "
+            f"{_plural(names[1])} ({shape[1]}) and columns are {_plural(names[2])} ({shape[2]})"
         )
     else:
         arr2 = arr[None, :] if arr.ndim == 1 else arr
         mask2 = None if mask is None else (mask[None, :] if arr.ndim == 1 else mask)
+        bold2 = None if bold is None else (bold[None, :] if arr.ndim == 1 else bold)
         y_name = "" if arr.ndim == 1 else names[0]
         x_name = names[-1]
         fig = go.Figure(
@@ -360,6 +382,7 @@ def tensor_figure(
                 x_name=x_name,
                 y_name=y_name or "row",
                 mask2=mask2,
+                bold2=bold2,
                 digits=digits,
                 name=name,
             )
@@ -369,11 +392,14 @@ def tensor_figure(
             fig.update_yaxes(showticklabels=False)
         if mask2 is not None:
             _mark_cells(fig, mask2)
+        if bold2 is not None:
+            _mark_cells(fig, bold2, solid=True)
         height = 230 + max(ROW_PX * arr2.shape[0], MIN_PLOT_PX)
         layout = (
-            f"one row of {shape[0]} {names[0]}s"
+            f"one row of {shape[0]} {_plural(names[0])}"
             if arr.ndim == 1
-            else f"rows are {names[0]}s ({shape[0]}), columns are {names[1]}s ({shape[1]})"
+            else f"rows are {_plural(names[0])} ({shape[0]}), columns are {_plural(names[1])} "
+            f"({shape[1]})"
         )
     base_layout(fig, title=title, subtitle=subtitle, height=height)
     square_cells(fig)
@@ -400,7 +426,26 @@ def tensor_figure(
         )
         fig.update_layout(margin={"b": 150}, height=height + 70)
         text += f" {marked} of {arr.size} cells are marked {STRETCH_GLYPH}: " + note
+    if bold is not None:
+        cells = ", ".join(str(tuple(int(i) for i in idx)) for idx in np.argwhere(bold))
+        why = f" ({highlight_note})" if highlight_note else ""
+        text += f" Outlined in bold{why}: cells {cells}."
     return describe(fig, text)
+
+
+def _plural(name: str) -> str:
+    """sentence -> sentences, word -> words, hidden -> hidden features."""
+    return {"hidden": "hidden features"}.get(name, name if name.endswith("s") else name + "s")
+
+
+def _highlight_mask(shape: tuple[int, ...], cells: Sequence[Sequence[int]]) -> np.ndarray:
+    mask = np.zeros(shape, dtype=bool)
+    for idx in cells:
+        idx = tuple(int(i) for i in idx)
+        if len(idx) != len(shape) or not all(0 <= i < n for i, n in zip(idx, shape, strict=True)):
+            raise AttnvizError(f"highlight cell {idx} is outside a tensor of shape {shape}.")
+        mask[idx] = True
+    return mask
 
 
 def _ncols(shape: tuple[int, ...]) -> int:
@@ -423,6 +468,7 @@ def _panels_figure(
     zmin: float,
     zmax: float,
     mask: np.ndarray | None,
+    bold: np.ndarray | None,
     digits: int,
     name: str,
 ) -> go.Figure:
@@ -446,6 +492,7 @@ def _panels_figure(
                 x_name=names[2],
                 y_name=names[1],
                 mask2=None if mask is None else mask[i],
+                bold2=None if bold is None else bold[i],
                 digits=digits,
                 show_scale=i == 0,
                 name=f"{name} [{i}]",
@@ -464,6 +511,8 @@ def _panels_figure(
         )
         if mask is not None:
             _mark_cells(fig, mask[i], row=row, col=col)
+        if bold is not None:
+            _mark_cells(fig, bold[i], row=row, col=col, solid=True)
     for annotation in fig.layout.annotations:  # the subplot titles
         annotation.font = {"size": FONT_SIZE}
     return fig
