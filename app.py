@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from attnviz.ui.navigation import pages
+from attnviz.ui.navigation import chrome, pages
 
 
 def main() -> None:
@@ -12,6 +12,7 @@ def main() -> None:
         page_icon=":material/grid_on:",
         layout="wide",
     )
+    chrome()
     st.navigation(pages(), position="top").run()
 
 

@@ -51,7 +51,7 @@ def _result(at: AppTest) -> np.ndarray:
         for d in at.dataframe
         if not d.proto.editing_mode and str(d.value.index[0]).startswith("sentence")
     ]
-    return frames[0].to_numpy(dtype=np.float64)
+    return frames[0].to_numpy(dtype=np.float64, copy=True)
 
 
 def _expected(**kw) -> np.ndarray:
@@ -555,6 +555,19 @@ def test_performance_times_every_chosen_method_against_the_floor():
     table = next(d.value for d in at.dataframe if "GB/s" in d.value.columns)
     assert list(table.index) == ["floor", "broadcast", "einsum"]
     assert all(float(v) > 0 for v in table["GB/s"])
+
+
+def test_performance_sweep_draws_time_bandwidth_and_memory(monkeypatch):
+    from attnviz.ui import performance
+
+    monkeypatch.setattr(performance, "SWEEP_MAX_INPUT_BYTES", 16 * 2**10)  # two small sizes
+    at = _app(page="performance")
+    at.multiselect(key="pf_methods").set_value(["broadcast", "bmm"]).run()
+    at.button(key="pf_sweep").click().run()
+    assert not at.exception and not at.error
+    charts = {e.proto.id for e in at.get("plotly_chart")}
+    assert len(charts) == 3
+    assert "Read floor on cpu" in _texts(at) and "Crossover" in _texts(at)
 
 
 def test_performance_with_no_method_asks_for_one():

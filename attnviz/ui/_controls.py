@@ -44,7 +44,7 @@ def example_controls(on_preset: Callable[[], None], on_resize: Callable[[], None
     ):
         sizes.append(
             col.number_input(
-                f"{letter} ({name}s)",
+                f"{letter} ({name if letter == 'H' else name + 's'})",
                 min_value=1,
                 max_value=most,
                 step=1,

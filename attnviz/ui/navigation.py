@@ -7,6 +7,18 @@ import streamlit as st
 from attnviz.ui import performance, playground, walkthrough
 from attnviz.ui.boundary import guarded
 
+_STYLE = """
+<style>
+[data-testid="stMainBlockContainer"] { padding-top: 4.2rem; padding-bottom: 4rem; }
+[data-testid="stMarkdownContainer"] h2 { padding-top: 0.2rem; }
+</style>
+"""
+
+
+def chrome() -> None:
+    """What every page shares: a tighter top margin so the example is on the first screen."""
+    st.html(_STYLE)
+
 
 def pages() -> list[st.Page]:
     """The three pages, each wrapped in the error boundary."""

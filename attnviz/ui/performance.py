@@ -12,10 +12,11 @@ import streamlit as st
 import torch
 
 import attnviz
-from attnviz import bench
+from attnviz import bench, figures
 from attnviz.bench import sweep as bench_sweep
 from attnviz.bench import worker
 from attnviz.errors import AttnvizError
+from attnviz.figures import performance as perf_figures
 
 APP_MAX_INPUT_BYTES = 512 * 2**20  # a public server: no job may ask for more than this
 SWEEP_MAX_INPUT_BYTES = 64 * 2**20  # the sweep button stays under a minute on a small CPU
@@ -115,13 +116,14 @@ def page() -> None:
                 st.session_state["pf_last"] = _runner().submit(spec)
         if run_sweep:
             sizes = bench_sweep.sizes_up_to(SWEEP_MAX_INPUT_BYTES)
+            jobs = [(d.device, size) for d in devices for size in sizes]  # every device: crossover
             records: list[dict] = []
             bar = st.progress(0.0, text="Sweeping sizes…")
-            for i, size in enumerate(sizes):
+            for i, (dev, size) in enumerate(jobs):
                 ms = [m for m in methods if m != "loop" or size[0] * size[1] <= 4096]
-                spec = worker.BenchSpec(shape=size, device=device, methods=tuple(ms), rounds=5)
+                spec = worker.BenchSpec(shape=size, device=dev, methods=tuple(ms), rounds=5)
                 records += _runner().submit(spec)
-                bar.progress((i + 1) / len(sizes), text=f"Swept {i + 1} of {len(sizes)} sizes")
+                bar.progress((i + 1) / len(jobs), text=f"Timed {i + 1} of {len(jobs)} sizes")
             bar.empty()
             st.session_state["pf_sweep_records"] = records
     except AttnvizError as e:
@@ -139,10 +141,40 @@ def page() -> None:
     _sweep_view(st.session_state.get("pf_sweep_records"))
 
 
+def _figure(fig, key: str) -> None:
+    st.plotly_chart(fig, key=key, width="stretch", theme=None, config={"displaylogo": False})
+    st.caption(figures.description(fig))
+
+
 def _sweep_view(records: list[dict] | None) -> None:
     if not records:
         return
     st.markdown("#### Time vs size")
+    devices = sorted({r["device"] for r in records})
+    gpus = [d for d in devices if d != "cpu"]
+    if gpus:
+        at = bench_sweep.crossover(records, "cpu", gpus[0])
+        st.markdown(
+            f"**Crossover**: {gpus[0]} beats the CPU from {_fmt_bytes(at)} of input on."
+            if at is not None
+            else f"**Crossover**: {gpus[0]} never beat the CPU at these sizes."
+        )
+    else:
+        st.markdown(
+            "**Crossover**: only the CPU is here, so there is no CPU/GPU crossover to show. On a "
+            "GPU, kernel launches and transfers dominate the tiny example, so the CPU wins there; "
+            "the GPU overtakes it only once the input is large."
+        )
+    _figure(perf_figures.time_vs_bytes_figure(records), "pf_fig_time")
+    roofs = bench_sweep.roofline(records)
+    st.markdown(
+        "#### GB/s against the measured bandwidth\n"
+        + " ".join(f"Read floor on {d}: **{g:.1f} GB/s**." for d, g in roofs.items())
+    )
+    _figure(perf_figures.roofline_figure(records), "pf_fig_roof")
+    st.markdown("#### The one-liner's extra memory")
+    _figure(perf_figures.extra_memory_figure(records), "pf_fig_mem")
+    st.markdown("#### Every measurement")
     table = pd.DataFrame(
         {
             "shape": "×".join(str(s) for s in r["shape"]),

@@ -135,11 +135,11 @@ def _editor(
     column = st.column_config.CheckboxColumn if flag else st.column_config.NumberColumn
     config = {c: column(c, **({} if flag else {"format": "%.4f"})) for c in cols}
     frame = pd.DataFrame(base, index=rows, columns=cols) if flag else _frame(base, rows, cols)
+    st.caption(label)
     try:
         st.data_editor(frame, key=key, column_config=config, num_rows="fixed", width="content")
     except Exception:  # a state the table itself cannot apply
         _reset_editors(f"The table {name} sent something unreadable; it has been reset.")
-    st.caption(label)
     try:
         return edit.apply_edits(base, state, name=name, prefix=prefix, columns=cols, what=what)
     except AttnvizError as e:
@@ -164,7 +164,7 @@ def _editors(choice: _controls.ExampleChoice) -> bool:
                     editor_key("x", version, i),
                     edit.row_labels("word", t),
                     edit.col_labels("h", h),
-                    label=f"Sentence {i}: net_output[{i}] {(t, h)}, one row per word",
+                    label=f"**Sentence {i}**: `net_output[{i}]` {(t, h)}, one row per word",
                     prefix=(i,),
                     what=f"net_output[{i}] must keep T = {t} words",
                 )
@@ -273,6 +273,13 @@ def page() -> None:
     st.code(
         "weighted = (net_output * att_scores[..., None]).sum(axis=1)  # (B,T,H) * (B,T,1) -> (B,H)",
         language="python",
+    )
+    b, t, h = ss["pg_x"].shape
+    st.markdown(
+        f"Each of the **{b} sentences** has **{t} words**, each word a vector of **{h} hidden** "
+        f"numbers (`net_output`); `att_scores` gives every word one weight. The result `weighted` "
+        f"is, per sentence, the weighted sum of its word vectors: {(b, t, h)} and {(b, t)} "
+        f"→ {(b, h)}. Edit any number and watch the result; then take the line apart below."
     )
     if ss.get("pg_notice"):
         st.warning(ss["pg_notice"], icon="⚠️")

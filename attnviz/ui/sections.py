@@ -123,7 +123,8 @@ def steps_section(x: np.ndarray, w: np.ndarray) -> None:
     shown = range(len(steps)) if show_all else [index]
     for i in shown:
         s = steps[i]
-        st.markdown(f"#### {i + 1}. {s.title}\n`{s.code}` → shape `{s.shape}`")
+        strides = "" if s.strides is None else f", strides `{s.strides}`"
+        st.markdown(f"**{i + 1}. {s.title}**: `{s.code}` → shape `{s.shape}`{strides}")
         st.markdown(s.explanation)
         show_figure(_step_figure(x, w, i), key=f"pg_fig_step_{i}")
     with st.expander("Every step's shape and strides", expanded=True):

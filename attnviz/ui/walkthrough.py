@@ -152,13 +152,11 @@ def page() -> None:
     nav[2].progress(k / n, text=f"Slide {k} of {n}")
     with st.container(key="wt_title"):
         st.markdown(f"## {k}. {slide.title}")
-    left, right = st.columns([1, 1.6], gap="large")
-    with left, st.container(key="wt_narration"):
+    with st.container(key="wt_narration"):
         st.code(slide.code, language="python", wrap_lines=True)
         st.markdown(slide.narration)
-    with right:
-        fig = _figure(k - 1)
-        st.plotly_chart(fig, key="wt_fig", config=PLOT_CONFIG, width="stretch", theme=None)
-        st.caption(figures.description(fig))
+    fig = _figure(k - 1)
+    st.plotly_chart(fig, key="wt_fig", config=PLOT_CONFIG, width="stretch", theme=None)
+    st.caption(figures.description(fig))
     if st.query_params.get("slide") != str(k):
         st.query_params["slide"] = str(k)

@@ -1,0 +1,267 @@
+"""The app in a real browser: `streamlit run app.py` on a free loopback port, driven with Debian's
+chromium through Playwright. Screenshots go to artifacts/screenshots/ (gitignored).
+
+Skips with the reason where /usr/bin/chromium or playwright is missing (`.ci/run` installs chromium).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import attnviz
+from attnviz import examples
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parents[1]
+SHOTS = ROOT / "artifacts" / "screenshots"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+LAPTOP = {"width": 1366, "height": 768}
+PROJECTOR = {"width": 1920, "height": 1080}
+WAIT_MS = 60_000
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server():
+    """The app served on a free loopback port; stopped at the end."""
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"Debian's chromium is missing at {CHROMIUM} (apt-get install -y chromium)")
+    pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+    port = _free_port()
+    cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port)]
+    cmd += ["--server.address", "127.0.0.1", "--server.headless", "true"]
+    cmd += ["--server.fileWatcherType", "none"]
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with open(SHOTS.parent / "streamlit.log", "w") as log:
+        yield from _serve(cmd, port, log)
+
+
+def _serve(cmd: list[str], port: int, log):
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=os.environ)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail(f"streamlit did not start on {url} (exit code {proc.poll()})")
+                time.sleep(0.3)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.fixture(scope="module")
+def browser(server):
+    from playwright.sync_api import sync_playwright
+
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+def _settle(page) -> None:
+    """Wait until the script has finished its run (the 'Running…' status widget is gone)."""
+    page.wait_for_timeout(300)
+    page.wait_for_function(
+        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=WAIT_MS
+    )
+    page.wait_for_timeout(200)
+
+
+def _open(browser, url: str, viewport=LAPTOP, scale: float = 1.0, wait_for: str = "stDataFrame"):
+    page = browser.new_page(viewport=viewport, device_scale_factor=scale)
+    page.goto(url)
+    page.wait_for_selector(f'[data-testid="{wait_for}"]', timeout=WAIT_MS)
+    _settle(page)
+    return page
+
+
+def _no_exception_box(page) -> None:
+    assert page.locator('[data-testid="stException"]').count() == 0
+    assert "Traceback" not in page.inner_text("body")
+
+
+def _frame(page, index: int) -> list[list[str]]:
+    """The cells of the index-th table (the accessible copy of the canvas grid), row by row."""
+    grid = page.locator('[data-testid="stDataFrame"]').nth(index)
+    rows = grid.locator("table[role=grid] tbody tr")
+    return [[c.inner_text() for c in rows.nth(i).locator("td").all()] for i in range(rows.count())]
+
+
+def _result(page) -> np.ndarray:
+    """weighted as shown: the first non-editable table whose rows are sentences (after the editors)."""
+    frames = page.locator('[data-testid="stDataFrame"]')
+    for i in range(frames.count()):
+        rows = _frame(page, i)
+        header = frames.nth(i).locator("table[role=grid] th").all_inner_texts()
+        if rows and rows[0][0] == "sentence 0" and header[1:2] == ["h0"]:
+            return np.array([[float(v) for v in r[1:]] for r in rows])
+    raise AssertionError("no result table on the page")
+
+
+def _wait_result(page, expected: np.ndarray, timeout_s: float = 30) -> np.ndarray:
+    """Poll the result table until it shows expected (reruns finish asynchronously)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        shown = _result(page)
+        if shown.shape == expected.shape and np.allclose(shown, expected, rtol=1e-5, atol=1e-5):
+            return shown
+        if time.monotonic() > deadline:
+            return shown
+        page.wait_for_timeout(250)
+
+
+def _edit_cell(page, table: int, row: int, col: int, text: str) -> None:
+    """Double-click a cell of an editor (row, col count data cells from 0) and type text."""
+    grid = page.locator('[data-testid="stDataFrame"]').nth(table)
+    box = grid.bounding_box()
+    header_h = 35
+    index_w = grid.locator("table[role=grid] th").count()  # columns incl. the index
+    col_w = (box["width"] - 57) / (index_w - 1)
+    page.mouse.dblclick(box["x"] + 57 + col_w * (col + 0.5), box["y"] + header_h * (row + 1.5))
+    cell_input = page.locator("#portal textarea, #portal input").first
+    cell_input.wait_for(timeout=WAIT_MS)
+    cell_input.fill(text)
+    cell_input.press("Enter")
+    _settle(page)
+
+
+def _classic(**kw) -> np.ndarray:
+    x, w = examples.classic()
+    return attnviz.weighted_sum(x, w, **kw).numpy().astype(np.float64)
+
+
+def test_playground_shows_the_classic_result(browser, server):
+    page = _open(browser, server)
+    np.testing.assert_allclose(_result(page), _classic(), rtol=1e-5, atol=1e-5)
+    assert page.get_by_text("Step 1 of 8").is_visible()
+    _no_exception_box(page)
+    page.screenshot(path=SHOTS / "playground_laptop_1366x768.png")
+    page.close()
+    page = _open(browser, server, viewport=PROJECTOR)
+    page.screenshot(path=SHOTS / "playground_projector_1920x1080.png")
+    page.close()
+
+
+def test_editing_a_cell_updates_the_result_and_the_link(browser, server):
+    page = _open(browser, server)
+    _edit_cell(page, 0, 0, 0, "2.5")
+    x, w = examples.classic()
+    x[0, 0, 0] = 2.5
+    expected = attnviz.weighted_sum(x, w).numpy().astype(np.float64)
+    np.testing.assert_allclose(_wait_result(page, expected), expected, rtol=1e-5, atol=1e-5)
+    page.wait_for_url("**x=2.5_*", timeout=WAIT_MS)
+    _no_exception_box(page)
+    page.close()
+
+
+def test_a_bad_cell_shows_a_message_and_keeps_the_result(browser, server):
+    page = _open(browser, server)
+    _edit_cell(page, 2, 0, 1, "")  # empty att_scores[0, 1]: the number editor sends null
+    alert = page.locator('[data-testid="stAlert"]', has_text="att_scores[0, 1]")
+    alert.first.wait_for(timeout=WAIT_MS)
+    assert "is empty" in alert.first.inner_text()
+    np.testing.assert_allclose(_result(page), _classic(), rtol=1e-5, atol=1e-5)
+    _no_exception_box(page)
+    page.screenshot(path=SHOTS / "playground_bad_cell.png")
+    page.close()
+
+
+def test_stepping_through_the_broadcast(browser, server):
+    page = _open(browser, server, viewport={"width": 1280, "height": 800})
+    for k in range(2, 6):
+        page.get_by_role("button", name="Next").click()
+        page.get_by_text(f"Step {k} of 8").wait_for(timeout=WAIT_MS)
+    _settle(page)
+    assert "step=4" in page.url
+    chart = page.locator('[data-testid="stPlotlyChart"]').first
+    chart.scroll_into_view_if_needed()
+    assert chart.is_visible()
+    assert "(3, 1, 0)" in page.inner_text("body")  # the stretch: stride 0 on the hidden axis
+    _no_exception_box(page)
+    page.screenshot(path=SHOTS / "steps_expand_1280x800.png", full_page=False)
+    page.close()
+
+
+def test_tampered_link_keeps_the_defaults(browser, server):
+    page = _open(browser, f"{server}/?p=classic&s=2x3x5&x=1_2_3")
+    assert "could not be read" in page.locator('[data-testid="stAlert"]').first.inner_text()
+    np.testing.assert_allclose(_result(page), _classic(), rtol=1e-5, atol=1e-5)
+    _no_exception_box(page)
+    page.close()
+
+
+def test_walkthrough_opens_on_the_slide_in_the_link(browser, server):
+    page = _open(
+        browser, f"{server}/walkthrough?slide=4", viewport=PROJECTOR, wait_for="stPlotlyChart"
+    )
+    assert page.get_by_text("Slide 4 of").is_visible()
+    page.screenshot(path=SHOTS / "walkthrough_projector_1920x1080.png")
+    page.get_by_role("button", name="Next").click()
+    page.get_by_text("Slide 5 of").wait_for(timeout=WAIT_MS)
+    page.wait_for_url("**slide=5*", timeout=WAIT_MS)
+    _no_exception_box(page)
+    page.close()
+    # a projector with the text zoomed to 150%: the same screen, 1280 x 720 CSS pixels
+    page = _open(
+        browser,
+        f"{server}/walkthrough?slide=5",
+        viewport={"width": 1280, "height": 720},
+        scale=1.5,
+        wait_for="stPlotlyChart",
+    )
+    page.screenshot(path=SHOTS / "walkthrough_projector_zoom150.png")
+    page.close()
+
+
+def test_performance_times_the_methods(browser, server):
+    page = _open(browser, f"{server}/performance", wait_for="stButton")
+    has_gpu = torch.cuda.is_available() or torch.backends.mps.is_available()
+    assert ("No GPU on this server" in page.inner_text("body")) != has_gpu
+    page.get_by_role("button", name="Time them").click()
+    page.wait_for_selector('[data-testid="stDataFrame"]', timeout=WAIT_MS)
+    _settle(page)
+    page.wait_for_timeout(500)
+    methods = [r[0] for r in _frame(page, 0)]
+    assert methods[0] == "floor" and "broadcast" in methods
+    _no_exception_box(page)
+    page.screenshot(path=SHOTS / "performance_laptop_1366x768.png")
+    page.close()
