@@ -381,3 +381,11 @@ def test_story_outlines_the_cells_feeding_one_result(shape):
 def test_highlight_outside_the_tensor_is_refused():
     with pytest.raises(AttnvizError):
         tensor_figure(torch.zeros(2, 3), title="w", highlight=[(2, 0)])
+
+
+def test_user_text_in_title_and_axis_names_is_escaped():
+    fig = tensor_figure(torch.ones(2, 3), title="<b>x</b> < y", axis_names=["<i>s", "w"])
+    assert fig.layout.title.text == "&lt;b&gt;x&lt;/b&gt; &lt; y"
+    assert fig.layout.yaxis.title.text == "&lt;i&gt;s"
+    assert description(fig).startswith("<b>x</b> < y. Heatmap")
+    assert "<title>&lt;b&gt;x&lt;/b&gt; &lt; y</title>" in figure_html(fig)

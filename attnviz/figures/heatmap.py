@@ -336,6 +336,7 @@ def tensor_figure(
     """A heatmap of a 1-D, 2-D or 3-D tensor with its number in every cell.
 
     value: (N,), (R, C) or (B, R, C); a 3-D tensor gets one panel per sentence (index 0).
+    title: plain text (escaped, so user text is safe); subtitle may use plotly's <b>/<br> subset.
     axis_names: one per axis (defaults: word; sentence, word; sentence, word, hidden).
     zrange: the colour range, made zero-centred (default: from this tensor alone).
     stretched: axes that exist only by broadcasting (stride 0); cells past index 0 along them are
@@ -349,7 +350,8 @@ def tensor_figure(
         raise AttnvizError(
             f"tensor_figure draws 1-D, 2-D or 3-D tensors, got shape {tuple(arr.shape)}."
         )
-    names = tuple(axis_names) if axis_names else AXIS_DEFAULTS[arr.ndim]
+    names = tuple(str(n) for n in axis_names) if axis_names else AXIS_DEFAULTS[arr.ndim]
+    shown = tuple(html.escape(n, quote=False) for n in names)  # axis names as drawn
     if len(names) != arr.ndim:
         raise AttnvizError(
             f"axis_names {names} must name each of the {arr.ndim} axes of {tuple(arr.shape)}."
@@ -361,7 +363,7 @@ def tensor_figure(
     bold = _highlight_mask(shape, highlight) if len(highlight) else None
 
     if arr.ndim == 3:
-        fig = _panels_figure(arr, names, zmin, zmax, mask, bold, digits, name)
+        fig = _panels_figure(arr, shown, zmin, zmax, mask, bold, digits, name)
         n_rows_grid = math.ceil(shape[0] / _ncols(shape))
         height = 120 + 90 + _plot_px(n_rows_grid, shape[1])
         layout = (
@@ -372,8 +374,8 @@ def tensor_figure(
         arr2 = arr[None, :] if arr.ndim == 1 else arr
         mask2 = None if mask is None else (mask[None, :] if arr.ndim == 1 else mask)
         bold2 = None if bold is None else (bold[None, :] if arr.ndim == 1 else bold)
-        y_name = "" if arr.ndim == 1 else names[0]
-        x_name = names[-1]
+        y_name = "" if arr.ndim == 1 else shown[0]
+        x_name = shown[-1]
         fig = go.Figure(
             heatmap_trace(
                 arr2,
@@ -401,7 +403,7 @@ def tensor_figure(
             else f"rows are {_plural(names[0])} ({shape[0]}), columns are {_plural(names[1])} "
             f"({shape[1]})"
         )
-    base_layout(fig, title=title, subtitle=subtitle, height=height)
+    base_layout(fig, title=html.escape(title, quote=False), subtitle=subtitle, height=height)
     square_cells(fig)
     marked = int(mask.sum()) if mask is not None else 0
     text = (
@@ -412,7 +414,7 @@ def tensor_figure(
     if stretched:
         note = _stretch_note(shape, names, stretched)
         fig.add_annotation(
-            text=note,
+            text=_stretch_note(shape, shown, stretched),
             xref="paper",
             yref="paper",
             x=0,
@@ -547,4 +549,4 @@ def figure_html(fig: go.Figure, *, full_html: bool = True) -> str:
 
 def _plain_title(fig: go.Figure) -> str:
     t = fig.layout.title.text if fig.layout.title and fig.layout.title.text else "attnviz figure"
-    return str(t).replace("<br>", " ")
+    return html.unescape(str(t).replace("<br>", " "))
