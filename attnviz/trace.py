@@ -16,6 +16,7 @@ small shape works, including the T == H case where a wrong axis goes unnoticed.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -129,15 +130,25 @@ class Alignment:
 
 
 def _shape_tuple(shape: object, name: str) -> tuple[int, ...]:
-    try:
-        out = tuple(int(s) for s in shape)  # type: ignore[union-attr]
-    except (TypeError, ValueError):
-        raise AttnvizError(
-            f"{name} must be a shape such as (2, 3, 5), a tuple of whole numbers; got {shape!r}."
-        ) from None
-    if any(s < 0 for s in out) or any(isinstance(s, bool) for s in shape):  # type: ignore[union-attr]
-        raise AttnvizError(f"{name} {out} must hold whole numbers of at least 0.")
-    return out
+    """A tuple, list or torch.Size of whole numbers >= 0 -> a tuple of ints (floats refused)."""
+    bad = AttnvizError(
+        f"{name} must be a shape such as (2, 3, 5): a tuple of whole numbers of at least 0; "
+        f"got {shape!r}."
+    )
+    if not isinstance(shape, (tuple, list, torch.Size)):
+        raise bad
+    out = []
+    for s in shape:
+        if isinstance(s, bool):
+            raise bad
+        try:
+            size = operator.index(s)
+        except TypeError:
+            raise bad from None
+        if size < 0:
+            raise bad
+        out.append(size)
+    return tuple(out)
 
 
 def align_shapes(
@@ -202,7 +213,7 @@ def align_shapes(
             )
     clashes = [m for m in axes if m.outcome == CLASH]
     ok = not clashes
-    result = tuple(m.result for m in axes) if ok else None  # type: ignore[misc]
+    result = tuple(m.result for m in axes) if ok else None
     if ok:
         stretched = [m for m in axes if m.outcome == STRETCHED]
         how = (
@@ -267,6 +278,17 @@ class Step:
     checks: tuple[Check, ...] = ()
 
 
+def _check(net_output: object, att_scores: object) -> None:
+    """check_inputs, and every size at least 1: there is nothing to trace in an empty axis."""
+    check_inputs(net_output, att_scores)
+    shape = tuple(net_output.shape)
+    if min(shape) < 1:
+        raise AttnvizError(
+            f"net_output {shape} and att_scores {tuple(att_scores.shape)} have an empty axis: "
+            "B, T and H must each be at least 1 to trace the broadcast."
+        )
+
+
 def _shape_str(t: Tensor | tuple[int, ...]) -> str:
     return str(tuple(t.shape) if isinstance(t, Tensor) else tuple(t))
 
@@ -278,7 +300,7 @@ def broadcast_steps(net_output: Tensor, att_scores: Tensor) -> list[Step]:
     stretch to (B, T, H) as expand (stride 0, no bytes) -> the product (B, T, H) -> .sum(axis=1)
     (B, H) -> the result cross-checked with einsum and bmm. Raises AttnvizError on a shape mismatch.
     """
-    check_inputs(net_output, att_scores)
+    _check(net_output, att_scores)
     x = net_output.detach()  # (B,T,H)
     w = att_scores.detach()  # (B,T)
     b, t, h = x.shape
@@ -539,7 +561,7 @@ def _check_index(name: str, letter: str, value: object, size: int, shape: tuple)
 
 def provenance(net_output: Tensor, att_scores: Tensor, b: int, h: int) -> Provenance:
     """net_output (B, T, H), att_scores (B, T), a cell (b, h) of weighted (B, H) -> its Provenance."""
-    check_inputs(net_output, att_scores)
+    _check(net_output, att_scores)
     shape = tuple(net_output.shape)
     b = _check_index("b (the sentence)", "B", b, shape[0], shape)
     h = _check_index("h (the hidden feature)", "H", h, shape[2], shape)
@@ -781,7 +803,7 @@ def square_variant(net_output: Tensor, att_scores: Tensor) -> tuple[Tensor, Tens
     Hidden feature k of the variant is feature k mod H of net_output: the first T features when
     H >= T, cycled when H < T. att_scores is returned unchanged.
     """
-    check_inputs(net_output, att_scores)
+    _check(net_output, att_scores)
     t, h = net_output.shape[1], net_output.shape[2]
     idx = torch.arange(t, device=net_output.device) % h  # (T,)
     return net_output[..., idx], att_scores  # (B,T,T), (B,T)
@@ -830,7 +852,7 @@ def mistakes(net_output: Tensor, att_scores: Tensor) -> list[Mistake]:
     ``square_variant(net_output, att_scores)``: so the silent trap is always in the gallery, beside
     the current inputs' own outcome and the right answer (``expected``).
     """
-    check_inputs(net_output, att_scores)
+    _check(net_output, att_scores)
     x, w = net_output.detach(), att_scores.detach()
     t, h = x.shape[1], x.shape[2]
     square = square_variant(x, w) if t != h else None
@@ -883,7 +905,7 @@ def gradients(net_output: Tensor, att_scores: Tensor, upstream: Tensor | None = 
     Runs autograd on copies of the inputs (they are not modified) and checks it against the
     formulas. upstream defaults to ones, i.e. loss = weighted.sum().
     """
-    check_inputs(net_output, att_scores)
+    _check(net_output, att_scores)
     b, t, h = net_output.shape
     x = net_output.detach().clone().requires_grad_(True)  # (B,T,H)
     w = att_scores.detach().clone().requires_grad_(True)  # (B,T)
@@ -996,6 +1018,8 @@ def view_vs_copy(att_scores: Tensor, h: int) -> ViewCopy:
         )
     w = att_scores.detach()  # (B,T)
     b, t = w.shape
+    if b < 1 or t < 1:
+        raise AttnvizError(f"att_scores {(b, t)} has an empty axis: B and T must be at least 1.")
     w3 = w[..., None]  # (B,T,1), a view
     expanded = w3.expand(b, t, h)  # (B,T,H), stride 0 on the hidden axis, no copy
     repeated = w3.repeat(1, 1, h)  # (B,T,H), a real copy

@@ -389,3 +389,9 @@ def test_user_text_in_title_and_axis_names_is_escaped():
     assert fig.layout.yaxis.title.text == "&lt;i&gt;s"
     assert description(fig).startswith("<b>x</b> < y. Heatmap")
     assert "<title>&lt;b&gt;x&lt;/b&gt; &lt; y</title>" in figure_html(fig)
+
+
+def test_empty_tensor_is_refused():
+    with pytest.raises(AttnvizError) as info:
+        tensor_figure(torch.zeros(2, 0), title="w")
+    assert "(2, 0)" in str(info.value)

@@ -232,7 +232,7 @@ def test_align_shapes_marks_the_stretched_side():
     assert len(al.stretched_axes) == 2
 
 
-@pytest.mark.parametrize("bad", [(2, -1), "abc", (2, True), None])
+@pytest.mark.parametrize("bad", [(2, -1), "abc", (2, True), None, (2.0, 3), ("2", 3)])
 def test_align_shapes_rejects_non_shapes(bad):
     with pytest.raises(AttnvizError):
         align_shapes(bad, (2, 3))
@@ -480,3 +480,11 @@ def test_feeding_cells_reject_a_cell_outside_the_result():
     with pytest.raises(AttnvizError) as info:
         feeding_cells(step(steps, "product"), 0, 5)
     assert "(2, 3, 5)" in str(info.value)
+
+
+@pytest.mark.parametrize("shape", [(0, 3, 5), (2, 0, 5), (2, 3, 0)])
+@pytest.mark.parametrize("fn", [broadcast_steps, mistakes, gradients])
+def test_empty_axis_is_refused_with_shapes(shape, fn):
+    with pytest.raises(AttnvizError) as info:
+        fn(torch.rand(shape), torch.rand(shape[:2]))
+    assert str(shape) in str(info.value)

@@ -350,6 +350,8 @@ def tensor_figure(
         raise AttnvizError(
             f"tensor_figure draws 1-D, 2-D or 3-D tensors, got shape {tuple(arr.shape)}."
         )
+    if arr.size == 0:
+        raise AttnvizError(f"tensor_figure has nothing to draw: shape {tuple(arr.shape)} is empty.")
     names = tuple(str(n) for n in axis_names) if axis_names else AXIS_DEFAULTS[arr.ndim]
     shown = tuple(html.escape(n, quote=False) for n in names)  # axis names as drawn
     if len(names) != arr.ndim:
