@@ -394,7 +394,9 @@ def broadcast_steps(net_output: Tensor, att_scores: Tensor) -> list[Step]:
     steps.append(
         Step(
             key="expand",
-            title="Stretch the size-1 axis (for free)",
+            title="Stretch the size-1 axis (for free)"
+            if stretched
+            else "Nothing to stretch (H = 1)",
             code=f"att_scores[..., None].expand({b}, {t}, {h})",
             explanation=(
                 (
