@@ -329,11 +329,13 @@ def mistake_figure(mistake: Mistake, *, zrange: tuple[float, float] | None = Non
     if zrange is None:
         zrange = shared_zrange([a for a in (expected, got) if a is not None])
     zmin, zmax = zrange
-    left_title = f"{symbol} this code: {mistake.outcome}"
+    left_title = f"{symbol} this code: {mistake.outcome}" + (
+        "" if mistake.shape is None else f", shape {mistake.shape}"
+    )
     fig = make_subplots(
         rows=1,
         cols=2,
-        subplot_titles=[left_title, f"✓ right: {_html(mistake.expected_code)}"],
+        subplot_titles=[left_title, f"✓ right answer, shape {mistake.expected_shape}"],
         horizontal_spacing=0.12,
     )
     if got is not None and got.ndim in (1, 2, 3):
@@ -390,9 +392,11 @@ def mistake_figure(mistake: Mistake, *, zrange: tuple[float, float] | None = Non
     fig.update_yaxes(showgrid=False, zeroline=False, tickmode="linear", dtick=1)
     for annotation in fig.layout.annotations[:2]:
         annotation.font = {"size": FONT_SIZE}
-    subtitle = f"<b>{_html(mistake.code)}</b> on inputs {mistake.input_shape}"
-    if mistake.variant:
-        subtitle += " (T == H variant)"
+    variant = " (T == H variant)" if mistake.variant else ""
+    subtitle = (
+        f"<b>{_html(mistake.code)}</b> on inputs {mistake.input_shape}{variant}; right: "
+        f"{_html(mistake.expected_code)}"
+    )
     rows = max(exp2.shape[0], 1 if got is None else _as_2d(got, mistake.axis_names)[0].shape[0])
     base_layout(fig, title=mistake.title, subtitle=subtitle, height=260 + ROW_PX * max(rows, 2))
     square_cells(fig)
