@@ -6,6 +6,8 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from attnviz import AttnvizError, examples, trace
 from attnviz.figures import (
@@ -395,3 +397,13 @@ def test_empty_tensor_is_refused():
     with pytest.raises(AttnvizError) as info:
         tensor_figure(torch.zeros(2, 0), title="w")
     assert "(2, 0)" in str(info.value)
+
+
+@settings(max_examples=12)
+@given(b=st.integers(1, 4), t=st.integers(1, 6), h=st.integers(1, 8), seed=st.integers(0, 99))
+def test_every_figure_builds_for_any_small_shape(b, t, h, seed):
+    x, w = random_inputs(b, t, h, seed=seed)
+    figs = every_figure(x, w)
+    assert all(description(f) for f in figs)
+    story = story_figures(trace.broadcast_steps(x, w), cell=(b - 1, h - 1))
+    assert len(story) == 8
