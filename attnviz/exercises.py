@@ -18,6 +18,18 @@ How a checker works:
 - a stub that raises ``NotImplementedError`` is "not attempted";
 - messages name shapes, dtypes and the cases by name, and never print an expected value or the
   solution.
+
+The checkers (each also takes ``seed=`` to repeat a run; ``CHECKERS`` maps names to them):
+
+- lesson 01: ``check_broadcast_shape(fn(shape_a, shape_b) -> tuple)``,
+  ``check_add_axis(fn(att_scores) -> (B, T, 1))``, ``check_expand_weights(fn(att_scores, h) ->
+  (B, T, H) view)``;
+- lesson 02: ``check_weighted_sum(fn(net_output, att_scores) -> (B, H))``,
+  ``check_softmax_weighted_sum(fn(net_output, scores))``,
+  ``check_masked_weighted_sum(fn(net_output, att_scores, mask))``,
+  ``check_weights_grad(fn(net_output, grad_weighted) -> (B, T))``;
+- lesson 03: ``check_timer(fn(op, repeats, clock, sync) -> list of seconds)`` (against a
+  ``VirtualGPU``), ``check_intermediate_bytes(fn(b, t, h, dtype) -> int)``.
 """
 
 from __future__ import annotations
@@ -692,7 +704,7 @@ def _xw(gen: torch.Generator, b: int, t: int, h: int, *, dtype=torch.float32, ra
     return x.to(dtype), w.to(dtype)
 
 
-def _weighted_cases(seed: int | None, extra_args: Callable | None = None) -> list[tuple]:
+def _weighted_cases(seed: int | None) -> tuple[list[tuple], Random, torch.Generator]:
     """(label, x, w, sizes) for the standard set of shapes, fresh values each call."""
     s = _fresh_seed(seed)
     rng, gen = Random(s), torch.Generator().manual_seed(s % 2**63)
@@ -1129,7 +1141,7 @@ def check_weights_grad(
 # Lesson 01: a new axis, expand, and the broadcasting rule itself
 
 
-def _bt_cases(seed: int | None) -> list[_Case]:
+def _bt_cases(seed: int | None) -> tuple[list[tuple[str, Tensor]], Random]:
     s = _fresh_seed(seed)
     rng, gen = Random(s), torch.Generator().manual_seed(s % 2**63)
     out = [("the classic att_scores", examples.classic()[1])]
