@@ -221,6 +221,20 @@ def test_stepping_through_the_broadcast(browser, server):
     page.close()
 
 
+def test_clicking_a_result_cell_shows_its_provenance(browser, server):
+    page = _open(browser, f"{server}/?tab=cell", wait_for="stPlotlyChart")
+    chart = page.locator(".st-key-pg_pick .nsewdrag").first
+    chart.wait_for(timeout=WAIT_MS)
+    chart.scroll_into_view_if_needed()
+    box = chart.bounding_box()
+    # weighted is (2, 5), rows from the top (reversed y axis): cell (b=1, h=3)
+    page.mouse.click(box["x"] + box["width"] * 3.5 / 5, box["y"] + box["height"] * 0.75)
+    page.get_by_text("weighted[1, 3] = Σ_t").first.wait_for(timeout=WAIT_MS)
+    _no_exception_box(page)
+    page.screenshot(path=SHOTS / "provenance_click_1366x768.png")
+    page.close()
+
+
 def test_tampered_link_keeps_the_defaults(browser, server):
     page = _open(browser, f"{server}/?p=classic&s=2x3x5&x=1_2_3")
     assert "could not be read" in page.locator('[data-testid="stAlert"]').first.inner_text()

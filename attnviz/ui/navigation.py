@@ -4,8 +4,21 @@ from __future__ import annotations
 
 import streamlit as st
 
-from attnviz.ui import performance, playground, walkthrough
+from attnviz.ui import playground
 from attnviz.ui.boundary import guarded
+
+
+def _walkthrough() -> None:
+    from attnviz.ui import walkthrough  # imported on first visit: a faster first page
+
+    walkthrough.page()
+
+
+def _performance() -> None:
+    from attnviz.ui import performance  # the benchmark harness loads only when asked for
+
+    performance.page()
+
 
 _STYLE = """
 <style>
@@ -31,13 +44,13 @@ def pages() -> list[st.Page]:
             default=True,
         ),
         st.Page(
-            guarded(walkthrough.page, "wt_"),
+            guarded(_walkthrough, "wt_"),
             title="Walkthrough",
             icon=":material/slideshow:",
             url_path="walkthrough",
         ),
         st.Page(
-            guarded(performance.page, "pf_"),
+            guarded(_performance, "pf_"),
             title="Performance",
             icon=":material/speed:",
             url_path="performance",

@@ -131,14 +131,64 @@ def steps_section(x: np.ndarray, w: np.ndarray) -> None:
         st.dataframe(pd.DataFrame(rows).set_index("#"), width="stretch")
 
 
+@st.cache_resource(max_entries=16, show_spinner=False)
+def _result_figure(x: np.ndarray, w: np.ndarray) -> go.Figure:
+    steps, zrange = _steps(x, w)
+    result = steps[-1].value  # (B, H)
+    fig = figures.tensor_figure(
+        result,
+        title="weighted: click a cell",
+        axis_names=("sentence", "hidden"),
+        zrange=zrange,
+        name="weighted",
+    )
+    # heatmaps can't be selected by a click; invisible markers on the cell centres can
+    b, h = result.shape
+    fig.add_scatter(
+        x=[j for _ in range(b) for j in range(h)],
+        y=[i for i in range(b) for _ in range(h)],
+        mode="markers",
+        marker={"size": 36, "opacity": 0, "symbol": "square"},
+        hovertemplate="weighted[%{y}, %{x}]: click to see its sum<extra></extra>",
+        showlegend=False,
+    )
+    fig.update_layout(clickmode="event+select", dragmode=False)
+    return fig
+
+
+def _on_pick() -> None:
+    """A click on the result heatmap picks that cell (x = hidden h, y = sentence b)."""
+    event = st.session_state.get("pg_pick")
+    points = event.get("selection", {}).get("points", []) if event else []
+    if points:
+        x, y = points[0].get("x"), points[0].get("y")
+        if isinstance(x, int) and isinstance(y, int):
+            st.session_state["pg_cell_b"], st.session_state["pg_cell_h"] = y, x
+
+
 def cell_section(x: np.ndarray, w: np.ndarray) -> None:
-    """Pick a result cell (b, h): its sum of products, with the numbers."""
+    """Pick a result cell (b, h), by clicking it or with the two boxes: its sum of products."""
     b, _, h = x.shape
-    st.markdown("Pick a cell of `weighted` to see where its number comes from.")
-    sb, sh = _controls.cell_controls(b, h)
-    prov, fig = _provenance(x, w, sb, sh)
-    st.markdown(f"`{prov.formula}`")
-    st.code(prov.equation, language=None, wrap_lines=True)
+    left, right = st.columns([1, 1.4], gap="large")
+    with left:
+        st.markdown(
+            "Click a cell of `weighted`, or pick it here, to see where its number comes from."
+        )
+        sb, sh = _controls.cell_controls(b, h)
+        prov, fig = _provenance(x, w, sb, sh)
+        st.markdown(f"`{prov.formula}`")
+        st.code(prov.equation, language=None, wrap_lines=True)
+    with right:
+        result = _result_figure(x, w)
+        st.plotly_chart(
+            result,
+            key="pg_pick",
+            on_select=_on_pick,
+            selection_mode="points",
+            config=PLOT_CONFIG,
+            width="stretch",
+            theme=None,
+        )
     show_figure(fig, key="pg_fig_cell")
 
 

@@ -1,0 +1,157 @@
+"""How fast the app answers: Playground rerun server time, and first paint in a real browser.
+
+    .venv/bin/python benchmarks/bench_app.py [--reruns 30] [--no-browser]
+
+1. Rerun: the Playground script run by Streamlit's own script runner (AppTest) on the classic
+   example, warm (after the first run filled the caches): a plain rerun, stepping Next/Back, and a
+   cell edit (new numbers: the library calls and figures are computed afresh). Target <= 150 ms.
+2. First paint: `streamlit run app.py` on a free loopback port; once the server answers its health
+   check, chromium opens the page; we report the browser's first contentful paint and the time
+   until the result table and the first figure are on screen. Target <= 5 s.
+Prints the numbers; asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+def _ms(samples: list[float]) -> str:
+    q = statistics.quantiles(samples, n=4) if len(samples) > 1 else [samples[0]] * 3
+    return f"median {1e3 * statistics.median(samples):6.1f} ms  (IQR {1e3 * q[0]:.1f}-{1e3 * q[2]:.1f} ms, n={len(samples)})"
+
+
+def bench_rerun(n: int) -> None:
+    from streamlit.testing.v1 import AppTest
+
+    from attnviz.ui.playground import editor_key
+
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    t0 = time.perf_counter()
+    at.run()
+    print(f"first run (cold caches, imports done): {1e3 * (time.perf_counter() - t0):.0f} ms")
+    assert not at.exception, at.exception
+
+    def timed(action) -> float:
+        t = time.perf_counter()
+        action()
+        return time.perf_counter() - t
+
+    plain = [timed(at.run) for _ in range(n)]
+    steps = []
+    for i in range(n):
+        button = "pg_next" if i % 2 == 0 else "pg_back"
+        steps.append(timed(lambda b=button: at.button(key=b).click().run()))
+    edits = []
+    for i in range(n):
+        key = editor_key("x", at.session_state["pg_version"], 0)
+        at.session_state[key] = {
+            "edited_rows": {0: {"h0": 0.5 + i / 1000}},
+            "added_rows": [],
+            "deleted_rows": [],
+        }
+        edits.append(timed(at.run))
+    assert not at.exception, at.exception
+    print(f"Playground rerun, classic example, warm:  {_ms(plain)}")
+    print(f"Playground rerun after Next/Back:         {_ms(steps)}")
+    print(f"Playground rerun after a new cell value:  {_ms(edits)}")
+    print("target: <= 150 ms of server time per rerun")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def bench_first_paint(loads: int) -> None:
+    if not Path(CHROMIUM).exists():
+        print(f"first paint: skipped, no chromium at {CHROMIUM}")
+        return
+    from playwright.sync_api import sync_playwright
+
+    port = _free_port()
+    cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port)]
+    cmd += ["--server.address", "127.0.0.1", "--server.headless", "true"]
+    cmd += ["--server.fileWatcherType", "none"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        t_start = time.perf_counter()
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}_stcore/health", timeout=2):
+                    break
+            except OSError:
+                if proc.poll() is not None:
+                    raise SystemExit("streamlit did not start") from None
+                time.sleep(0.1)
+        print(f"server answers its health check after {time.perf_counter() - t_start:.1f} s")
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            fcp, table, figure = [], [], []
+            for i in range(loads):
+                page = browser.new_page(viewport={"width": 1366, "height": 768})
+                t0 = time.perf_counter()
+                page.goto(url)
+                page.wait_for_selector('[data-testid="stDataFrame"]', timeout=120_000)
+                table.append(time.perf_counter() - t0)
+                page.wait_for_selector('[data-testid="stPlotlyChart"] .main-svg', timeout=120_000)
+                figure.append(time.perf_counter() - t0)
+                paint = page.evaluate(
+                    "() => (performance.getEntriesByName('first-contentful-paint')[0] || {}).startTime"
+                )
+                if paint:
+                    fcp.append(paint / 1e3)
+                label = "first load (cold server caches)" if i == 0 else f"load {i + 1}"
+                print(
+                    f"{label:32s} first contentful paint {fcp[-1] if fcp else float('nan'):.2f} s, "
+                    f"result table {table[-1]:.2f} s, first figure {figure[-1]:.2f} s"
+                )
+                page.close()
+            browser.close()
+        print(f"first contentful paint: {_ms(fcp)}")
+        print(f"result table on screen: {_ms(table)}")
+        print(f"first figure on screen: {_ms(figure)}")
+        print("target: <= 5 s after the server answers")
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reruns", type=int, default=30)
+    parser.add_argument("--loads", type=int, default=5)
+    parser.add_argument("--no-browser", action="store_true")
+    args = parser.parse_args()
+    bench_rerun(args.reruns)
+    if not args.no_browser:
+        bench_first_paint(args.loads)
+
+
+if __name__ == "__main__":
+    main()
