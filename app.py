@@ -9,7 +9,6 @@ def main() -> None:
     """Page config, navigation, run."""
     st.set_page_config(
         page_title="attnviz: attention-weighted aggregation, step by step",
-        page_icon=":material/grid_on:",
         layout="wide",
     )
     chrome()

@@ -107,7 +107,17 @@ def _settle(page) -> None:
 
 
 def _open(browser, url: str, viewport=LAPTOP, scale: float = 1.0, wait_for: str = "stDataFrame"):
+    """A new page at url, once the script has run; page.outside lists requests that left loopback."""
     page = browser.new_page(viewport=viewport, device_scale_factor=scale)
+    page.outside = []
+    page.on(
+        "request",
+        lambda r: (
+            None
+            if r.url.startswith(("http://127.0.0.1", "data:", "blob:"))
+            else page.outside.append(r.url)
+        ),
+    )
     page.goto(url)
     page.wait_for_selector(f'[data-testid="{wait_for}"]', timeout=WAIT_MS)
     _settle(page)
@@ -117,6 +127,7 @@ def _open(browser, url: str, viewport=LAPTOP, scale: float = 1.0, wait_for: str 
 def _no_exception_box(page) -> None:
     assert page.locator('[data-testid="stException"]').count() == 0
     assert "Traceback" not in page.inner_text("body")
+    assert page.outside == []  # works offline: nothing from a CDN
 
 
 def _frame(page, index: int) -> list[list[str]]:

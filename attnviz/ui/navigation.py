@@ -39,20 +39,17 @@ def pages() -> list[st.Page]:
         st.Page(
             guarded(playground.page, "pg_"),
             title="Playground",
-            icon=":material/grid_on:",
             url_path="playground",
             default=True,
         ),
         st.Page(
             guarded(_walkthrough, "wt_"),
             title="Walkthrough",
-            icon=":material/slideshow:",
             url_path="walkthrough",
         ),
         st.Page(
             guarded(_performance, "pf_"),
             title="Performance",
-            icon=":material/speed:",
             url_path="performance",
         ),
     ]
