@@ -235,6 +235,14 @@ def test_resizing_keeps_the_values_that_still_fit(letter, size, shape):
     assert _result(at).shape == (shape[0], shape[2])
 
 
+def test_a_size_beyond_the_bounds_is_clamped():
+    at = _app()
+    at.number_input(key="pg_h").set_value(10**6).run()  # what a tampered client could send
+    assert not at.exception and not at.error
+    b, t, h = at.session_state["pg_x"].shape
+    assert b <= examples.MAX_B and t <= examples.MAX_T and h <= examples.MAX_H
+
+
 def test_largest_size_renders():
     at = _app()
     for letter, size in zip("bth", (examples.MAX_B, examples.MAX_T, examples.MAX_H), strict=True):

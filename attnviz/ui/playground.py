@@ -52,11 +52,18 @@ def _set_example(x: np.ndarray, w: np.ndarray, m: np.ndarray) -> None:
     ss["pg_version"] = ss.get("pg_version", 0) + 1
 
 
+def _size() -> tuple[int, int, int, int]:
+    """(B, T, H, seed) from the widgets, clamped: a tampered client can send any number."""
+    ss = st.session_state
+    limits = (("pg_b", examples.MAX_B), ("pg_t", examples.MAX_T), ("pg_h", examples.MAX_H))
+    b, t, h = (min(max(int(ss[k]), 1), most) for k, most in limits)
+    return b, t, h, min(max(int(ss["pg_seed"]), 0), 999_999)
+
+
 def _on_preset() -> None:
     ss = st.session_state
-    x, w, m, softmax, use_mask = _preset_arrays(
-        ss["pg_preset"], ss["pg_b"], ss["pg_t"], ss["pg_h"], ss["pg_seed"]
-    )
+    b, t, h, seed = _size()
+    x, w, m, softmax, use_mask = _preset_arrays(ss["pg_preset"], b, t, h, seed)
     ss["pg_softmax"], ss["pg_use_mask"] = softmax, use_mask
     _set_example(x, w, m)
 
@@ -64,8 +71,8 @@ def _on_preset() -> None:
 def _on_resize() -> None:
     """New shape: start from the preset at that shape and keep every old value that still fits."""
     ss = st.session_state
-    b, t, h = ss["pg_b"], ss["pg_t"], ss["pg_h"]
-    x, w, m, _, _ = _preset_arrays(ss["pg_preset"], b, t, h, ss["pg_seed"])
+    b, t, h, seed = _size()
+    x, w, m, _, _ = _preset_arrays(ss["pg_preset"], b, t, h, seed)
     x, w, m = x.copy(), w.copy(), m.copy()
     ob, ot, oh = ss["pg_x"].shape
     kb, kt, kh = min(b, ob), min(t, ot), min(h, oh)

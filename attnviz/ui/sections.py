@@ -231,6 +231,7 @@ def mistakes_section(x: np.ndarray, w: np.ndarray) -> None:
     i = st.selectbox(
         "Look closer at one form",
         range(len(items)),
+        index=next((i for i, m in enumerate(items) if m.silent), 0),
         format_func=labels.__getitem__,
         key="pg_mistake",
     )
