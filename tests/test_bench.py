@@ -46,7 +46,8 @@ def test_records_carry_the_metadata_an_expert_needs(tiny_records):
         assert r.shape == (2, 3, 5)
         assert r.threads == torch.get_num_threads() and r.torch_version == torch.__version__
         assert r.tf32 is False and r.transfer_s is None  # cpu: nothing to transfer
-        assert r.q1_s <= r.median_s <= r.q3_s and r.iqr_s == pytest.approx(r.q3_s - r.q1_s)
+        assert r.min_s <= r.q1_s <= r.median_s <= r.q3_s
+        assert r.iqr_s == pytest.approx(r.q3_s - r.q1_s) and r.best_ratio_to_floor > 0
         assert r.median_s > 0 and r.first_call_s > 0 and r.calls_per_round >= 1 and r.rounds == 2
 
 

@@ -232,3 +232,12 @@ def test_row_sum_path_has_the_right_gradients():
     x.requires_grad_()
     w.requires_grad_()
     assert torch.autograd.gradcheck(fused.weighted_sum_rows, (x, w))
+
+
+@pytest.mark.parametrize(
+    "shape", [(2, 3, 5), (4, 16, 32), (4, 16, 33), (2, 128, 128), (1, 300, 200)]
+)
+def test_auto_runs_the_method_choose_method_names(shape):
+    x, w = random_inputs(*shape, seed=9)
+    name = fused.choose_method(x.device, shape, x.dtype)
+    assert torch.equal(fused.weighted_sum_auto(x, w), attnviz.METHODS[name](x, w))

@@ -89,8 +89,9 @@ def main(argv: list[str] | None = None) -> int:
             r = records[0]
             print(
                 f"torch {r.torch_version}, {r.threads} threads, TF32 {'on' if r.tf32 else 'off'}; "
-                f"median and IQR over {r.rounds} interleaved rounds; 'x floor' = GB/s / GB/s of "
-                f"x.sum() in the same run; '1st call' includes lazy init / JIT compile."
+                f"median and IQR over {r.rounds} interleaved rounds; 'x floor' = median over rounds "
+                f"of GB/s / GB/s of x.sum() in the same round; 'best' = the same ratio between "
+                f"the fastest rounds; '1st call' includes lazy init / JIT compile."
             )
     except AttnvizError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -72,6 +72,8 @@ class Measurement:
     ratio_to_floor: float | None  # median over rounds of (GB/s / floor GB/s in that round)
     first_call_s: float  # the very first call: includes lazy init / JIT / compile time
     transfer_s: float | None  # host->device copy of x and w (None on cpu)
+    min_s: float  # the fastest round: the least disturbed by other load on a shared machine
+    best_ratio_to_floor: float | None  # GB/s at min_s over the floor's GB/s at its min_s
     rounds: int
     calls_per_round: int
     n_input_sets: int
@@ -358,6 +360,7 @@ def measure(
         paired = [
             (nbytes / t) / (x_bytes / f) for t, f in zip(samples[name], samples[FLOOR], strict=True)
         ]
+        best = (nbytes / min(samples[name])) / (x_bytes / min(samples[FLOOR]))
         out.append(
             Measurement(
                 method=name,
@@ -373,6 +376,8 @@ def measure(
                 gbps=gbps,
                 ratio_to_floor=1.0 if name == FLOOR else _quantiles(paired)[1],
                 first_call_s=first_call[name],
+                min_s=min(samples[name]),
+                best_ratio_to_floor=1.0 if name == FLOOR else best,
                 transfer_s=None if device.type == "cpu" else transfer_s,
                 rounds=rounds,
                 calls_per_round=number[name],
@@ -413,15 +418,16 @@ def format_table(records: Sequence[Measurement]) -> str:
     """A fixed-width text table: one line per measurement, grouped as given."""
     head = (
         f"{'device':<8} {'shape':<18} {'dtype':<9} {'method':<10} {'median':>10} {'IQR':>10} "
-        f"{'GB/s':>8} {'x floor':>8} {'1st call':>10} {'extra mem':>10}"
+        f"{'GB/s':>8} {'x floor':>8} {'best':>6} {'1st call':>10} {'extra mem':>10}"
     )
     lines = [head, "-" * len(head)]
     for r in records:
         ratio = f"{r.ratio_to_floor:.2f}" if r.ratio_to_floor is not None else "-"
+        best = f"{r.best_ratio_to_floor:.2f}" if r.best_ratio_to_floor is not None else "-"
         mem = _fmt_bytes(r.extra_peak_bytes) if r.extra_peak_bytes is not None else "-"
         lines.append(
             f"{r.device:<8} {'x'.join(map(str, r.shape)):<18} {r.dtype:<9} {r.method:<10} "
-            f"{_fmt_time(r.median_s):>10} {_fmt_time(r.iqr_s):>10} {r.gbps:>8.2f} {ratio:>8} "
+            f"{_fmt_time(r.median_s):>10} {_fmt_time(r.iqr_s):>10} {r.gbps:>8.2f} {ratio:>8} {best:>6} "
             f"{_fmt_time(r.first_call_s):>10} {mem:>10}"
         )
     return "\n".join(lines)
