@@ -237,10 +237,13 @@ def _kernels():
         BLOCK_T: tl.constexpr,
         BLOCK_H: tl.constexpr,
     ):
-        # program (h block, sentence b, chunk s) -> out[s, b, h block] = sum over its words
-        pid_h = tl.program_id(0)
-        pid_b = tl.program_id(1).to(tl.int64)
-        pid_s = tl.program_id(2)
+        # program (sentence b * h blocks + h block, chunk s) -> out[s, b, h block]; axis 0 has no
+        # 65535 limit (axes 1 and 2 do), and neighbouring programs read neighbouring h blocks
+        n_hblocks = tl.cdiv(H, BLOCK_H)
+        pid = tl.program_id(0)
+        pid_b = (pid // n_hblocks).to(tl.int64)
+        pid_h = pid % n_hblocks
+        pid_s = tl.program_id(1)
         offs_h = pid_h * BLOCK_H + tl.arange(0, BLOCK_H)  # (BLOCK_H,)
         h_ok = offs_h < H
         t_start = pid_s * t_per_split
@@ -275,9 +278,11 @@ def _kernels():
         stride_oh,
         BLOCK_H: tl.constexpr,
     ):
-        # program (h block, sentence b): out[b, h block] = sum over s of part[s, b, h block]
-        pid_h = tl.program_id(0)
-        pid_b = tl.program_id(1).to(tl.int64)
+        # program (sentence b * h blocks + h block): out[b, h block] = sum over s of part[s, b, ...]
+        n_hblocks = tl.cdiv(H, BLOCK_H)
+        pid = tl.program_id(0)
+        pid_b = (pid // n_hblocks).to(tl.int64)
+        pid_h = pid % n_hblocks
         offs_h = pid_h * BLOCK_H + tl.arange(0, BLOCK_H)
         h_ok = offs_h < H
         acc = tl.zeros((BLOCK_H,), dtype=tl.float32)
@@ -328,7 +333,7 @@ def weighted_sum_triton(
     s = cfg["SPLIT"]
     # one chunk: the kernel writes the result directly; else float32 partials (S, B, H) first
     dst = out[None] if s == 1 else torch.empty(s, b, h, dtype=torch.float32, device=x.device)
-    grid = (triton.cdiv(h, cfg["BLOCK_H"]), b, s)
+    grid = (b * triton.cdiv(h, cfg["BLOCK_H"]), s)
     partial_kernel[grid](
         x,
         w,
@@ -345,7 +350,7 @@ def weighted_sum_triton(
     )
     if s > 1:
         rb = min(_next_pow2(h), 1024)
-        reduce_kernel[(triton.cdiv(h, rb), b)](
+        reduce_kernel[(b * triton.cdiv(h, rb),)](
             dst, out, s, h, dst.stride(0), dst.stride(1), *out.stride(), BLOCK_H=rb, num_warps=4
         )
     return out

@@ -170,6 +170,7 @@ KERNEL_CASES = [
         {"split": 4, "block_t": 4, "block_h": 8},
     ),
     ("non-contiguous", (4, 5, 10), "float32", {"strided": True}),
+    ("H above one reduce block", (2, 40, 1500), "float32", {"split": 2}),
     ("float16, float32 accumulation", (3, 50, 40), "float16", {}),
     ("bfloat16, float32 accumulation", (2, 64, 24), "bfloat16", {"split": 2}),
 ]
