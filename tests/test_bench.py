@@ -295,6 +295,11 @@ def test_worker_runs_a_job_in_another_process(worker):
     assert [r["method"] for r in recs] == ["floor", "bmm"] and recs[0]["shape"] == [2, 3, 5]
 
 
+def test_worker_refuses_a_missing_device_with_a_plain_message(worker):
+    with pytest.raises(AttnvizError, match=r"'cuda:7' is not available.*'cpu'"):
+        worker.submit(BenchSpec(shape=(2, 3, 5), device="cuda:7"))
+
+
 def test_worker_timeout_stops_the_job_and_the_next_job_runs(worker):
     with pytest.raises(AttnvizError, match="did not finish within 0.5 s"):
         worker.submit(LONG, timeout_s=0.5)

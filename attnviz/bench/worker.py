@@ -72,6 +72,9 @@ def check_spec(
     spec: BenchSpec, *, memory_fraction: float = 0.5, max_input_bytes: int | None = None
 ) -> None:
     """Raise AttnvizError with a plain message when ``spec`` is malformed or too big to run now."""
+    from attnviz.bench.devices import resolve_devices
+
+    resolve_devices(spec.device)  # AttnvizError naming the devices that exist
     shape = tuple(int(s) for s in spec.shape)
     if len(shape) != 3 or min(shape) < 1:
         raise AttnvizError(f"shape must be (B, T, H) of positive integers, got {shape}.")
