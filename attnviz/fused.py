@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import functools
 import math
-import os
 
 import torch
 from torch import Tensor
@@ -54,11 +53,6 @@ def triton_available() -> bool:
     except Exception:  # ImportError, or a broken install raising anything else
         return False
     return True
-
-
-def triton_interpreting() -> bool:
-    """True when Triton kernels run in the CPU interpreter (TRITON_INTERPRET=1)."""
-    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
 
 def _bmm(x: Tensor, w: Tensor) -> Tensor:
