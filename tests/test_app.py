@@ -306,6 +306,23 @@ def test_link_restores_the_open_tab_and_cell():
     assert "weighted[1, 4]" in _texts(at)
 
 
+def test_link_restores_the_expression_box():
+    at = _app({"tab": "expr", "e": "net_output * att_scores"})
+    assert at.text_input(key="pg_expr").value == "net_output * att_scores"
+    assert "5 meets 3" in _texts(at)
+    assert at.query_params["e"] == "net_output * att_scores"
+
+
+def test_a_tab_remembers_its_controls_while_closed():
+    at = _app({"tab": "expr"})
+    at.text_input(key="pg_expr").input("att_scores.T").run()
+    for label in (dict(TABS)["steps"], dict(TABS)["forms"], dict(TABS)["expr"]):
+        at.session_state["pg_tab"] = label
+        at.run()
+    assert at.text_input(key="pg_expr").value == "att_scores.T"
+    assert "Result: shape (3, 2)" in _texts(at)
+
+
 def test_address_bar_follows_an_edit():
     at = _app()
     _edit(at, editor_key("x", _version(at), 0), {"edited_rows": {0: {"h0": 0.125}}})
@@ -330,6 +347,8 @@ TAMPERED_LINKS = [
     {"cell": "7_7"},
     {"seed": "1.5"},
     {"x": "0.1_" * 5000},
+    {"e": "x" * 500},
+    {"e": "net_output\n+ 1"},
 ]
 
 

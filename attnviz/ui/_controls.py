@@ -10,6 +10,26 @@ import streamlit as st
 from attnviz import examples
 
 
+def remembered(key: str, default: object) -> object:
+    """Before drawing the widget `key`: give it back the value it had when last drawn. Streamlit
+    forgets the state of a widget that a run does not draw (one in a closed tab). Returns it."""
+    ss = st.session_state
+    if key not in ss:
+        ss[key] = ss.get(f"keep_{key}", default)
+    return ss[key]
+
+
+def remember(key: str) -> None:
+    """After drawing the widget `key`: keep its value for when it is drawn again."""
+    st.session_state[f"keep_{key}"] = st.session_state.get(key)
+
+
+def current(key: str, default: object) -> object:
+    """A widget's value, drawn this run or not."""
+    ss = st.session_state
+    return ss[key] if key in ss else ss.get(f"keep_{key}", default)
+
+
 @dataclass(frozen=True)
 class ExampleChoice:
     """What the example controls say: a preset at shape (b, t, h), its seed, and the options."""
@@ -84,7 +104,9 @@ def step_controls(n_steps: int) -> tuple[int, bool]:
         st.session_state["pg_step"] = min(max(st.session_state["pg_step"] + delta, 0), n_steps - 1)
 
     cols = st.columns([1, 1, 3, 2], vertical_alignment="center")
+    remembered("pg_all", False)
     show_all = cols[3].toggle("All steps at once", key="pg_all")
+    remember("pg_all")
     cols[0].button(
         "Back",
         key="pg_back",
@@ -112,9 +134,11 @@ def step_controls(n_steps: int) -> tuple[int, bool]:
 def cell_controls(b: int, h: int) -> tuple[int, int]:
     """Pick one cell of the result weighted (B, H). Returns (sentence, hidden)."""
     for key, n in (("pg_cell_b", b), ("pg_cell_h", h)):
-        if st.session_state.get(key, 0) >= n:
+        if not 0 <= int(remembered(key, 0)) < n:
             st.session_state[key] = 0
     cols = st.columns(2)
     sb = cols[0].selectbox("Sentence b", range(b), key="pg_cell_b")
     sh = cols[1].selectbox("Hidden h", range(h), key="pg_cell_h")
+    remember("pg_cell_b")
+    remember("pg_cell_h")
     return int(sb), int(sh)

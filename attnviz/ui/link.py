@@ -9,6 +9,7 @@ so the page can keep its defaults.
     &m=110_100                              the mask, one 0/1 per word, sentences split by _
     &sm=1&mk=1                              softmax the scores / use the mask
     &tab=steps&step=3&all=1&cell=1_4        what is on screen
+    &e=net_output%20*%20att_scores           the expression box (only evaluated by attnviz.sandbox)
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from attnviz import examples
 from attnviz.errors import AttnvizError
 from attnviz.ui.edit import MAX_ABS
 
+MAX_EXPR_CHARS = 400
 MAX_PARAM_CHARS = 12_000  # 4 x 8 x 16 values at full float32 precision fit comfortably
 _NUMBER = re.compile(r"^-?(\d+\.?\d*|\.\d+)(e[-+]?\d+)?$")
 _SHAPE = re.compile(r"^(\d{1,2})x(\d{1,2})x(\d{1,2})$")
@@ -46,6 +48,7 @@ class Link:
     step: int = 0
     all_steps: bool = False
     cell: tuple[int, int] = (0, 0)
+    expr: str = ""
 
 
 def _numbers(a: np.ndarray) -> str:
@@ -78,6 +81,8 @@ def encode(link: Link) -> dict[str, str]:
         out["all"] = "1"
     if link.cell != (0, 0):
         out["cell"] = f"{link.cell[0]}_{link.cell[1]}"
+    if link.expr:
+        out["e"] = link.expr
     return out
 
 
@@ -154,7 +159,11 @@ def decode(params: Mapping[str, str], *, tabs: tuple[str, ...] = ()) -> Link:
         raise AttnvizError(
             f"'cell' should be sentence_hidden inside {(b, h)}, got {cell_text[:20]!r}"
         )
+    expr = params.get("e", "")
+    if len(expr) > MAX_EXPR_CHARS or any(ord(c) < 32 for c in expr):
+        raise AttnvizError(f"'e' should be one line of at most {MAX_EXPR_CHARS} characters")
     return Link(
+        expr=expr,
         preset=preset,
         shape=(b, t, h),
         seed=_int(params, "seed", 0, 999_999),

@@ -98,8 +98,12 @@ def _init_state() -> None:
     ss["pg_b"], ss["pg_t"], ss["pg_h"] = b, t, h
     ss["pg_softmax"], ss["pg_use_mask"] = lk.softmax, lk.use_mask
     ss["pg_tab"] = dict(TABS).get(lk.tab, TABS[0][1])
-    ss["pg_step"], ss["pg_all"] = lk.step, lk.all_steps
-    ss["pg_cell_b"], ss["pg_cell_h"] = lk.cell
+    ss["pg_step"] = lk.step
+    # widgets inside tabs: kept aside (see _controls.remembered), drawn when their tab opens
+    ss["keep_pg_all"] = lk.all_steps
+    ss["keep_pg_cell_b"], ss["keep_pg_cell_h"] = lk.cell
+    if lk.expr:
+        ss["keep_pg_expr"] = lk.expr
     _set_example(
         x if lk.x is None else lk.x,
         w if lk.w is None else lk.w,
@@ -252,6 +256,7 @@ def _share(choice: _controls.ExampleChoice) -> dict[str, str]:
     px, pw, pm, _, _ = _preset_arrays(choice.preset, choice.b, choice.t, choice.h, choice.seed)
     same = ss["pg_x"].shape == px.shape
     tab = next((k for k, label in TABS if label == ss.get("pg_tab")), "")
+    expr = str(_controls.current("pg_expr", "") or "")[: link.MAX_EXPR_CHARS]
     lk = link.Link(
         preset=choice.preset,
         shape=ss["pg_x"].shape,
@@ -263,8 +268,9 @@ def _share(choice: _controls.ExampleChoice) -> dict[str, str]:
         mask=None if same and np.array_equal(ss["pg_m"], pm) else ss["pg_m"],
         tab="" if tab == TABS[0][0] else tab,
         step=int(ss.get("pg_step", 0)),
-        all_steps=bool(ss.get("pg_all", False)),
-        cell=(int(ss.get("pg_cell_b", 0)), int(ss.get("pg_cell_h", 0))),
+        all_steps=bool(_controls.current("pg_all", False)),
+        cell=(int(_controls.current("pg_cell_b", 0)), int(_controls.current("pg_cell_h", 0))),
+        expr=expr if tab == "expr" and expr != sections.EXPRESSIONS[0] else "",
     )
     params = link.encode(lk)
     if dict(st.query_params) != params:

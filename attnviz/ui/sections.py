@@ -17,7 +17,7 @@ import torch
 
 import attnviz
 from attnviz import figures, sandbox, trace
-from attnviz.ui import _controls, export
+from attnviz.ui import _controls, export, link
 
 TABS: tuple[tuple[str, str], ...] = (
     ("steps", "Step by step"),
@@ -247,13 +247,11 @@ def mistakes_section(x: np.ndarray, w: np.ndarray) -> None:
 
 def grad_section(x: np.ndarray, w: np.ndarray) -> None:
     """The backward pass: the broadcast becomes a sum, the sum becomes a broadcast."""
+    _controls.remembered("pg_grad_part", "att_scores")
     part = st.segmented_control(
-        "Gradient of",
-        ["att_scores", "net_output"],
-        default="att_scores",
-        required=True,
-        key="pg_grad_part",
+        "Gradient of", ["att_scores", "net_output"], required=True, key="pg_grad_part"
     )
+    _controls.remember("pg_grad_part")
     grads, fig = _gradients(x, w, part)
     st.markdown(grads.explanation)
     code = grads.att_scores_code if part == "att_scores" else grads.net_output_code
@@ -294,7 +292,7 @@ EXPRESSIONS = (
     'einsum("bth,bt->bh", net_output, att_scores)',
     "att_scores[:, None, :] @ net_output",
 )
-MAX_EXPR_CHARS = 400
+MAX_EXPR_CHARS = link.MAX_EXPR_CHARS
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -335,7 +333,7 @@ def _pick_expression() -> None:
 def expr_section(x: torch.Tensor, w: torch.Tensor) -> None:
     """Type any expression over net_output and att_scores: every sub-expression's shape, or where
     and why the shapes clash. Evaluated by attnviz.sandbox (never eval)."""
-    st.session_state.setdefault("pg_expr", EXPRESSIONS[0])
+    _controls.remembered("pg_expr", EXPRESSIONS[0])
     st.selectbox(
         "Start from a right or a wrong form",
         EXPRESSIONS,
@@ -351,6 +349,7 @@ def expr_section(x: torch.Tensor, w: torch.Tensor) -> None:
         help="Indexing, None and ..., + - * / @, .sum/.mean/.softmax/.unsqueeze/.expand and other "
         "pure tensor methods, einsum(...). Nothing else runs.",
     )
+    _controls.remember("pg_expr")
     if not expr.strip():
         st.info("Type an expression, e.g. `(net_output * att_scores[..., None]).sum(axis=1)`.")
         return
