@@ -19,8 +19,8 @@ speed of a plain read, and never writes a (B, T, H) temporary (the one-liner doe
   kernel (``F.embedding_bag(..., per_sample_weights=w)``): a streaming pass over the rows,
   parallel over bags; when B is smaller than twice the thread count, sentences are cut into
   chunks (more bags) and a tiny sum finishes the partials: the CPU twin of the split-T kernel.
-  Measured on our 2-core machine (benchmarks/RESULTS.md) it runs near the read floor ``x.sum()``,
-  where ``torch.bmm`` reaches about 55-75%; einsum is several times slower still, because torch
+  Measured on our 2-core machine (benchmarks/RESULTS.md) it runs at about 80-87% of the read
+  floor ``x.sum()``, where ``torch.bmm`` reaches about 55-76%; einsum is several times slower still, because torch
   2.13 lowers "bth,bt->bh" to ``bmm(x.permute(0, 2, 1), w[..., None])``, a (H, T) @ (T, 1)
   product over a transposed, strided x (seen with torch.profiler). ``torch.compile`` of the
   one-liner reached about 26 GB/s against bmm's 41 GB/s and the floor's 55 GB/s at 48x512x1024,
@@ -128,7 +128,7 @@ def choose_method(
     """The name of the method ``"auto"`` runs for x of ``shape`` (B, T, H) and ``dtype`` on ``device``.
 
     CUDA: "fused" (the Triton kernel; it falls back to bmm itself where triton is missing or the
-    dtype is float64). CPU: "fused" (the weighted row sum, at or near the read floor), except tiny
+    dtype is float64). CPU: "fused" (the weighted row sum, the fastest we measured), except tiny
     inputs, where "broadcast" has the least fixed overhead. MPS: "bmm".
     """
     device = torch.device(device)
