@@ -8,6 +8,7 @@ the default are opened by their url_path through the pages ``st.navigation`` reg
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -357,6 +358,24 @@ def test_tampered_or_truncated_link_keeps_the_defaults_with_a_message(params):
     at = _app(params)
     assert "This link could not be read" in " ".join(w.value for w in at.warning)
     torch.testing.assert_close(_result(at), _expected(), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    "params",
+    [{"p": "[win](https://evil.example)"}, {"slide": "<img src=x>"}, {"tab": "www.evil.example"}],
+)
+def test_text_echoed_from_a_link_cannot_become_a_link(params):
+    at = _app(params, page="walkthrough" if "slide" in params else None)
+    message = " ".join(w.value for w in at.warning)
+    assert message and "](" not in message and "://" not in message and "www." not in message
+    assert re.search(r"(?<!\\)<", message) is None  # any < is escaped: shown, never HTML
+
+
+def test_text_typed_in_a_cell_cannot_become_a_link():
+    at = _app()
+    _edit(at, editor_key("w", _version(at)), {"edited_rows": {0: {"w0": "[a](https://e.example)"}}})
+    message = " ".join(e.value for e in at.error)
+    assert "is not a number" in message and "](" not in message and "://" not in message
 
 
 # ---- the sections ------------------------------------------------------------------------------

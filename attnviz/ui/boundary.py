@@ -9,6 +9,7 @@ from collections.abc import Callable
 import streamlit as st
 
 from attnviz.errors import AttnvizError
+from attnviz.ui.safe import inert
 
 _LOG = logging.getLogger("attnviz.ui")
 
@@ -23,7 +24,7 @@ def guarded(page: Callable[[], None], reset_prefix: str) -> Callable[[], None]:
         try:
             page()
         except AttnvizError as e:
-            st.error(str(e))
+            st.error(inert(str(e)))
         except Exception:  # Streamlit's rerun/stop are BaseExceptions and pass through
             _LOG.exception("page %s failed", page.__name__)
             for key in [k for k in st.session_state if str(k).startswith(reset_prefix)]:

@@ -20,6 +20,7 @@ import attnviz
 from attnviz import examples
 from attnviz.errors import AttnvizError
 from attnviz.ui import _controls, edit, link, sections
+from attnviz.ui.safe import inert
 
 TABS = sections.TABS  # (url key, label)
 
@@ -154,7 +155,7 @@ def _editor(
     try:
         return edit.apply_edits(base, state, name=name, prefix=prefix, columns=cols, what=what)
     except AttnvizError as e:
-        st.error(f"{e} The results below still show the last valid example.", icon="⚠️")
+        st.error(inert(f"{e} The results below still show the last valid example."), icon="⚠️")
         return None
 
 
@@ -295,7 +296,7 @@ def page() -> None:
         f"→ {(b, h)}. Edit any number and watch the result; then take the line apart below."
     )
     if ss.get("pg_notice"):
-        st.warning(ss["pg_notice"], icon="⚠️")
+        st.warning(inert(ss["pg_notice"]), icon="⚠️")
         ss["pg_notice"] = None
     choice = _controls.example_controls(_on_preset, _on_resize)
     _editors(choice)

@@ -7,6 +7,7 @@ or None, normalize None or "softmax"; the story is told with the weights actuall
 
 from __future__ import annotations
 
+import html
 import inspect
 
 import numpy as np
@@ -18,6 +19,7 @@ import torch
 import attnviz
 from attnviz import figures, sandbox, trace
 from attnviz.ui import _controls, export, link
+from attnviz.ui.safe import inert
 
 TABS: tuple[tuple[str, str], ...] = (
     ("steps", "Step by step"),
@@ -357,7 +359,7 @@ def expr_section(x: torch.Tensor, w: torch.Tensor) -> None:
     if err is not None:
         if err["span"] is not None and "\n" not in expr:
             st.code(_pointer(expr, err["span"]), language=None)
-        st.error(err["message"], icon="⚠️")
+        st.error(inert(err["message"]), icon="⚠️")
         if err["steps"]:
             st.caption("What was evaluated before that:")
             st.dataframe(_steps_frame(err["steps"]), width="stretch", hide_index=True)
@@ -372,7 +374,9 @@ def expr_section(x: torch.Tensor, w: torch.Tensor) -> None:
     st.dataframe(_steps_frame(trace_.steps), width="stretch", hide_index=True)
     if isinstance(result, torch.Tensor) and 1 <= result.ndim <= 3 and result.numel() <= 600:
         names = tuple(f"axis {i}" for i in range(result.ndim))
-        fig = figures.tensor_figure(result, title=expr[:60], axis_names=names, name="expression")
+        fig = figures.tensor_figure(
+            result, title=html.escape(expr[:60]), axis_names=names, name="expression"
+        )
         show_figure(fig, key="pg_fig_expr")
 
 

@@ -13,6 +13,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from attnviz import examples, figures, trace
+from attnviz.ui.safe import inert
 from attnviz.ui.sections import PLOT_CONFIG
 
 _LARGE_TYPE = """
@@ -106,7 +107,9 @@ def _slide_from_url(n: int) -> tuple[int, str | None]:
         return int(text), None
     return (
         1,
-        f"The link asks for slide {text[:12]!r}; there are slides 1 to {n}. Starting at slide 1.",
+        inert(
+            f"The link asks for slide {text[:12]!r}; there are slides 1 to {n}. Starting at slide 1."
+        ),
     )
 
 
