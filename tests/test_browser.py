@@ -148,6 +148,18 @@ def _result(page) -> np.ndarray:
     raise AssertionError("no result table on the page")
 
 
+def _clear_cell(page, table: int, row: int, col: int) -> None:
+    """Select a cell of an editor and press Delete: the table sends an empty (null) value."""
+    grid = page.locator('[data-testid="stDataFrame"]').nth(table)
+    box = grid.bounding_box()
+    n_cols = grid.locator("table[role=grid] th").count()  # columns incl. the index
+    col_w = (box["width"] - 57) / (n_cols - 1)
+    page.mouse.click(box["x"] + 57 + col_w * (col + 0.5), box["y"] + 35 * (row + 1.5))
+    page.wait_for_timeout(300)
+    page.keyboard.press("Delete")
+    _settle(page)
+
+
 def _wait_result(page, expected: np.ndarray, timeout_s: float = 30) -> np.ndarray:
     """Poll the result table until it shows expected (reruns finish asynchronously)."""
     deadline = time.monotonic() + timeout_s
@@ -206,9 +218,12 @@ def test_editing_a_cell_updates_the_result_and_the_link(browser, server):
 
 def test_a_bad_cell_shows_a_message_and_keeps_the_result(browser, server):
     page = _open(browser, server)
-    _edit_cell(page, 2, 0, 1, "")  # empty att_scores[0, 1]: the number editor sends null
+    _clear_cell(page, 2, 0, 1)  # att_scores[0, 1] emptied
     alert = page.locator('[data-testid="stAlert"]', has_text="att_scores[0, 1]")
-    alert.first.wait_for(timeout=WAIT_MS)
+    try:
+        alert.first.wait_for(timeout=WAIT_MS)
+    finally:
+        page.screenshot(path=SHOTS / "playground_bad_cell.png")
     assert "is empty" in alert.first.inner_text()
     np.testing.assert_allclose(_result(page), _classic(), rtol=1e-5, atol=1e-5)
     _no_exception_box(page)
