@@ -6,7 +6,7 @@ The core (examples, aggregation, trace, sandbox, bench, exercises) needs torch a
 ``attnviz.figures`` adds plotly; only ``attnviz.ui`` imports streamlit.
 """
 
-from attnviz import examples
+from attnviz import examples, trace
 from attnviz.aggregation import METHODS, attention_weights, check_inputs, reference, weighted_sum
 from attnviz.errors import AttnvizError
 
@@ -16,6 +16,7 @@ __all__ = [
     "attention_weights",
     "check_inputs",
     "examples",
+    "trace",
     "reference",
     "weighted_sum",
 ]

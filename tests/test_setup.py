@@ -26,7 +26,8 @@ def test_ci_runs_readmes_test_command_verbatim():
 
 def test_core_imports_without_the_web_stack():
     code = (
-        "import sys, attnviz, attnviz.examples, attnviz.aggregation;"
+        "import sys, attnviz, attnviz.examples, attnviz.aggregation, attnviz.trace, attnviz.sandbox,"
+        " attnviz.exercises, attnviz.bench, attnviz.fused;"
         "bad = {'streamlit', 'plotly', 'pandas'} & set(sys.modules);"
         "assert not bad, bad"
     )
