@@ -444,6 +444,22 @@ def test_mistakes_gallery_shows_the_silent_trap():
     assert any("silently wrong" in o for o in labels) and any("error" in o for o in labels)
 
 
+def test_picking_a_mistake_shows_torchs_message():
+    at = _app({"tab": "mistakes"})
+    labels = at.selectbox(key="pg_mistake").options
+    failing = next(i for i, o in enumerate(labels) if "(error)" in o)
+    at.selectbox(key="pg_mistake").set_value(failing).run()
+    assert not at.exception
+    assert "must match the size of tensor" in " ".join(c.value for c in at.code)
+
+
+def test_picking_a_form_fills_the_expression_box():
+    at = _app({"tab": "expr"})
+    at.selectbox(key="pg_expr_pick").set_value("att_scores[:, None]").run()
+    assert at.text_input(key="pg_expr").value == "att_scores[:, None]"
+    assert "Result: shape (2, 1, 3)" in _texts(at)
+
+
 def test_gradient_view_switches_part():
     at = _app()
     at.session_state["pg_tab"] = dict(TABS)["grad"]
@@ -614,6 +630,15 @@ def test_performance_sweep_draws_time_bandwidth_and_memory(monkeypatch):
     charts = {e.proto.id for e in at.get("plotly_chart")}
     assert len(charts) == 3
     assert "Read floor on cpu" in _texts(at) and "Crossover" in _texts(at)
+
+
+def test_performance_times_a_chosen_size():
+    at = _app(page="performance")
+    at.selectbox(key="pf_size").set_value((4, 16, 32)).run()
+    at.multiselect(key="pf_methods").set_value(["bmm"]).run()
+    at.button(key="pf_run").click().run()
+    assert not at.exception and not at.error
+    assert "4 × 16 × 32 on cpu" in _texts(at)
 
 
 def test_performance_with_no_method_asks_for_one():

@@ -212,7 +212,7 @@ def forms_section(
         rows.append(
             {
                 "method": name,
-                "how": " ".join(doc[1:]).strip() or doc[0] if doc else "",
+                "how": doc[0].replace("``", "") if doc else "",
                 "shape": str(tuple(out.shape)),
                 "largest difference from float64": f"{gap:.1e}",
                 "agrees": "✓" if torch.allclose(out.double(), ref, rtol=1e-5, atol=1e-6) else "✗",
