@@ -15,7 +15,6 @@ def main() -> None:
     st.navigation(pages(), position="top").run()
 
 
-# Streamlit runs this file as __main__; the benchmark worker (multiprocessing "spawn") re-imports it
-# as __mp_main__, where nothing must run.
+# Streamlit runs this file as __main__; importing it (from a test, say) builds nothing.
 if __name__ == "__main__":
     main()

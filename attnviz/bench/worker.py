@@ -3,7 +3,8 @@
     from attnviz.bench.worker import BenchSpec, submit
     records = submit(BenchSpec(shape=(48, 512, 1024), device="cpu"), timeout_s=60)  # list[dict]
 
-- One worker process (``spawn``: no forked torch thread pools) serves every caller of the process-wide
+- One worker process (a fresh ``python -m attnviz.bench.worker``: no forked torch thread pools, and
+  the caller's ``__main__``, a Streamlit script or pytest, is never re-imported) serves every caller of the process-wide
   runner in turn; a lock makes jobs run one at a time, so two visitors never time side by side and
   corrupt each other's numbers. At most ``max_waiting`` callers queue; one more is told "busy".
 - Before anything is allocated, the size is checked against a cap computed from the free memory of
@@ -20,10 +21,14 @@ Core layer: no streamlit here. A page wraps ``submit`` in its own spinner and er
 
 from __future__ import annotations
 
-import multiprocessing as mp
+import json
+import os
+import subprocess
+import sys
 import threading
 import time
 from dataclasses import asdict, dataclass
+from multiprocessing.connection import Connection
 
 from attnviz.bench.harness import DEFAULT_METHODS, LOOP_MAX_WORDS, input_bytes, parse_dtype
 from attnviz.errors import AttnvizError
@@ -113,7 +118,7 @@ def run_spec(spec: BenchSpec, **limits) -> list[dict]:
     return [r.as_dict() for r in recs]
 
 
-def _worker_main(conn, limits: dict) -> None:
+def _worker_main(requests: Connection, replies: Connection, limits: dict) -> None:
     """The worker process: receive (job id, spec dict), reply (job id, status, payload)."""
     import torch
 
@@ -125,7 +130,7 @@ def _worker_main(conn, limits: dict) -> None:
 
     while True:
         try:
-            msg = conn.recv()
+            msg = requests.recv()
         except (EOFError, OSError):
             return
         if msg is None:
@@ -143,7 +148,7 @@ def _worker_main(conn, limits: dict) -> None:
         except Exception as e:  # report, stay alive for the next job
             reply = (job_id, "error", f"{type(e).__name__}: {e}")
         try:
-            conn.send(reply)
+            replies.send(reply)
         except (EOFError, OSError, BrokenPipeError):
             return
 
@@ -166,9 +171,9 @@ class BenchWorker:
         self.timeout_s = timeout_s
         self.limits = {"memory_fraction": memory_fraction, "max_input_bytes": max_input_bytes}
         self.max_waiting = max_waiting
-        self._ctx = mp.get_context("spawn")
-        self._proc = None
-        self._conn = None
+        self._proc: subprocess.Popen | None = None
+        self._requests: Connection | None = None  # to the worker's stdin
+        self._replies: Connection | None = None  # from the worker's stdout
         self._job_lock = threading.Lock()  # one job at a time
         self._count_lock = threading.Lock()
         self._waiting = 0
@@ -177,7 +182,10 @@ class BenchWorker:
     @property
     def pid(self) -> int | None:
         """The worker's process id while it runs (None before the first job or after a crash)."""
-        return self._proc.pid if self._proc is not None and self._proc.is_alive() else None
+        return self._proc.pid if self._alive() else None
+
+    def _alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
 
     def start(self) -> None:
         """Start the worker now (else the first job starts it); idempotent."""
@@ -185,38 +193,45 @@ class BenchWorker:
             self._ensure_started()
 
     def _ensure_started(self) -> None:
-        if self._proc is not None and self._proc.is_alive():
+        if self._alive():
             return
         self._stop()
-        parent, child = self._ctx.Pipe(duplex=True)
-        proc = self._ctx.Process(
-            target=_worker_main, args=(child, self.limits), name="attnviz-bench", daemon=True
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "attnviz.bench.worker", json.dumps(self.limits)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            close_fds=True,
         )
-        proc.start()
-        child.close()
-        self._proc, self._conn = proc, parent
+        self._proc = proc
+        self._requests = Connection(os.dup(proc.stdin.fileno()), readable=False)
+        self._replies = Connection(os.dup(proc.stdout.fileno()), writable=False)
+        proc.stdin.close()
+        proc.stdout.close()
 
     def _stop(self) -> int | None:
-        proc, conn = self._proc, self._conn
-        self._proc = self._conn = None
+        proc, conns = self._proc, (self._requests, self._replies)
+        self._proc = self._requests = self._replies = None
         code = None
         if proc is not None:
-            if proc.is_alive():
+            if proc.poll() is None:
                 proc.kill()
-            proc.join(timeout=5)
-            code = proc.exitcode
-        if conn is not None:
-            conn.close()
+            try:
+                code = proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                code = None
+        for conn in conns:
+            if conn is not None:
+                conn.close()
         return code
 
     def close(self) -> None:
         """Stop the worker (a later job starts a new one)."""
         with self._job_lock:
-            if self._conn is not None and self._proc is not None and self._proc.is_alive():
+            if self._requests is not None and self._alive():
                 try:
-                    self._conn.send(None)
-                    self._proc.join(timeout=2)
-                except (OSError, BrokenPipeError):
+                    self._requests.send(None)
+                    self._proc.wait(timeout=2)
+                except (OSError, subprocess.TimeoutExpired):
                     pass
             self._stop()
 
@@ -249,7 +264,7 @@ class BenchWorker:
         job_id = self._next_id
         shape = tuple(spec.shape)
         try:
-            self._conn.send((job_id, spec.as_dict()))
+            self._requests.send((job_id, spec.as_dict()))
         except (OSError, BrokenPipeError):
             code = self._stop()
             raise AttnvizError(
@@ -258,9 +273,9 @@ class BenchWorker:
             ) from None
         deadline = time.monotonic() + timeout_s
         while True:
-            if self._conn.poll(0.05):
+            if self._replies.poll(0.05):
                 try:
-                    got_id, status, payload = self._conn.recv()
+                    got_id, status, payload = self._replies.recv()
                 except (EOFError, OSError):
                     break  # the worker died while answering
                 if got_id != job_id:
@@ -270,7 +285,7 @@ class BenchWorker:
                 if status == "refused":
                     raise AttnvizError(payload)
                 raise AttnvizError(f"The benchmark of {shape} on {spec.device} failed: {payload}.")
-            if not self._proc.is_alive():
+            if not self._alive():
                 break
             if time.monotonic() > deadline:
                 self._stop()
@@ -302,3 +317,15 @@ def get_worker(**options) -> BenchWorker:
 def submit(spec: BenchSpec, *, timeout_s: float | None = None) -> list[dict]:
     """Run ``spec`` on the process-wide runner; see ``BenchWorker.submit``."""
     return get_worker().submit(spec, timeout_s=timeout_s)
+
+
+def _serve() -> None:
+    """Entry point of ``python -m attnviz.bench.worker LIMITS_JSON``: jobs on stdin, replies on stdout."""
+    limits = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
+    replies_fd = os.dup(1)
+    os.dup2(2, 1)  # anything printed (by torch, say) goes to stderr, never into the reply channel
+    _worker_main(Connection(0, writable=False), Connection(replies_fd, readable=False), limits)
+
+
+if __name__ == "__main__":
+    _serve()
