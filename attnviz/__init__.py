@@ -7,7 +7,14 @@ The core (examples, aggregation, trace, sandbox, bench, exercises) needs torch a
 """
 
 from attnviz import examples, trace
-from attnviz.aggregation import METHODS, attention_weights, check_inputs, reference, weighted_sum
+from attnviz.aggregation import (
+    METHODS,
+    attention_weights,
+    check_inputs,
+    compare_methods,
+    reference,
+    weighted_sum,
+)
 from attnviz.errors import AttnvizError
 
 __all__ = [
@@ -15,6 +22,7 @@ __all__ = [
     "AttnvizError",
     "attention_weights",
     "check_inputs",
+    "compare_methods",
     "examples",
     "trace",
     "reference",

@@ -8,6 +8,7 @@ paths stay fast. Checking for NaN or inf belongs to the UI.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor
@@ -189,3 +190,42 @@ def reference(
     m = None if mask is None else mask.to("cpu")
     w = attention_weights(s, mask=m, normalize=normalize)  # (B,T)
     return (x * w[..., None]).sum(dim=1)  # (B,H)
+
+
+@dataclass(frozen=True)
+class MethodCheck:
+    """One method's result on given inputs, against the float64 reference."""
+
+    method: str
+    summary: str  # the first line of the method's docstring
+    result: Tensor  # (B, H)
+    max_abs_diff: float  # largest |result - reference|
+    ok: bool  # within rtol=1e-5, atol=1e-6 of the reference (looser for half precision)
+
+
+def compare_methods(
+    net_output: Tensor,
+    att_scores: Tensor,
+    *,
+    mask: Tensor | None = None,
+    normalize: str | None = None,
+) -> list[MethodCheck]:
+    """Run every method in METHODS on the same inputs and check each against ``reference``."""
+    ref = reference(net_output, att_scores, mask=mask, normalize=normalize)  # (B,H) float64
+    low = torch.promote_types(net_output.dtype, att_scores.dtype) in (torch.float16, torch.bfloat16)
+    rtol, atol = (2e-2, 5e-2) if low else (1e-5, 1e-6)
+    checks = []
+    for name, fn in METHODS.items():
+        out = weighted_sum(net_output, att_scores, method=name, mask=mask, normalize=normalize)
+        diff = (out.detach().to("cpu", torch.float64) - ref).abs()  # (B,H)
+        doc = (fn.__doc__ or "").strip().splitlines()
+        checks.append(
+            MethodCheck(
+                method=name,
+                summary=doc[0].replace("``", "") if doc else "",
+                result=out,
+                max_abs_diff=float(diff.max()) if diff.numel() else 0.0,
+                ok=bool((diff <= atol + rtol * ref.abs()).all()),
+            )
+        )
+    return checks

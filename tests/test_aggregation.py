@@ -203,3 +203,22 @@ def test_checks_do_not_scan_values():
     x[0, 0, 0] = float("nan")
     got = weighted_sum(x, w)
     assert torch.isnan(got[0, 0]) and not torch.isnan(got[1]).any()
+
+
+@pytest.mark.parametrize("normalize", [None, "softmax"])
+def test_compare_methods_checks_every_method_against_the_reference(normalize):
+    x, w = random_inputs(3, 4, 4, seed=16)
+    mask = torch.tensor([[1, 1, 0, 1], [1, 0, 0, 0], [1, 1, 1, 1]], dtype=torch.bool)
+    checks = attnviz.compare_methods(x, w, mask=mask, normalize=normalize)
+    assert [c.method for c in checks] == METHODS
+    ref = attnviz.reference(x, w, mask=mask, normalize=normalize)
+    for c in checks:
+        assert c.ok and c.max_abs_diff < 1e-5 and c.summary
+        assert_close(c.result.double(), ref, rtol=1e-5, atol=1e-6)
+
+
+def test_compare_methods_flags_a_wrong_method(monkeypatch):
+    monkeypatch.setitem(attnviz.METHODS, "wrong", lambda x, w: x.mean(dim=1))
+    x, w = random_inputs(2, 3, 5, seed=17)
+    wrong = next(c for c in attnviz.compare_methods(x, w) if c.method == "wrong")
+    assert not wrong.ok and wrong.max_abs_diff > 1e-3

@@ -8,7 +8,6 @@ or None, normalize None or "softmax"; the story is told with the weights actuall
 from __future__ import annotations
 
 import html
-import inspect
 
 import numpy as np
 import pandas as pd
@@ -194,32 +193,23 @@ def cell_section(x: np.ndarray, w: np.ndarray) -> None:
     show_figure(fig, key="pg_fig_cell")
 
 
-def _gap(out: torch.Tensor, ref: torch.Tensor) -> float:
-    """Largest |out - ref| (B, H), for the agreement column (presentation only)."""
-    return float((out.double() - ref).abs().max()) if out.numel() else 0.0
-
-
 def forms_section(
     x: torch.Tensor, w: torch.Tensor, mask: torch.Tensor | None, normalize: str | None
 ) -> None:
     """Every method in attnviz.METHODS on the current example, checked against the float64 oracle."""
-    ref = attnviz.reference(x, w, mask=mask, normalize=normalize)  # (B, H) float64
-    rows = []
-    for name, fn in attnviz.METHODS.items():
-        out = attnviz.weighted_sum(x, w, method=name, mask=mask, normalize=normalize)  # (B, H)
-        gap = _gap(out, ref)
-        doc = (inspect.getdoc(fn) or "").splitlines()
-        rows.append(
-            {
-                "method": name,
-                "how": doc[0].replace("``", "") if doc else "",
-                "shape": str(tuple(out.shape)),
-                "largest difference from float64": f"{gap:.1e}",
-                "agrees": "✓" if torch.allclose(out.double(), ref, rtol=1e-5, atol=1e-6) else "✗",
-            }
-        )
+    checks = attnviz.compare_methods(x, w, mask=mask, normalize=normalize)
+    rows = [
+        {
+            "method": c.method,
+            "how": c.summary,
+            "shape": str(tuple(c.result.shape)),
+            "largest difference from float64": f"{c.max_abs_diff:.1e}",
+            "agrees": "✓" if c.ok else "✗",
+        }
+        for c in checks
+    ]
     st.markdown(
-        f"Every form computes the same `weighted` {tuple(ref.shape)}; each is checked against a "
+        f"Every form computes the same `weighted` {tuple(checks[0].result.shape)}; each is checked against a "
         "float64 reference on the numbers above."
     )
     st.dataframe(pd.DataFrame(rows).set_index("method"), width="stretch")
