@@ -120,7 +120,9 @@ def _layout(fig: go.Figure, title: str, ytitle: str, ylog: bool = True) -> None:
     xs = [x for t in fig.data for x in (t.x or ()) if x is not None]
     tickvals, ticktext = _byte_ticks(xs)
     fig.update_xaxes(title="input size (x and w)", type="log", tickvals=tickvals, ticktext=ticktext)
-    fig.update_yaxes(title=ytitle, type="log" if ylog else "linear")
+    # log axes: label powers of ten only (plotly's default also labels 2 and 5 between them, which
+    # reads as a jumble of small numbers); figures with their own tick labels override this
+    fig.update_yaxes(title=ytitle, type="log" if ylog else "linear", dtick=1 if ylog else None)
 
 
 def _largest(records: list[dict], device: str) -> list[dict]:
