@@ -257,6 +257,10 @@ def test_clicking_a_result_cell_shows_its_provenance(browser, server):
     page.mouse.click(box["x"] + box["width"] * 3.5 / 5, box["y"] + box["height"] * 0.75)
     page.get_by_text("weighted[1, 3] = Σ_t").first.wait_for(timeout=WAIT_MS)
     _no_exception_box(page)
+    # the sum written out with the numbers of the classic example, as the library computes it
+    expected = attnviz.trace.provenance(*examples.classic(), 1, 3).equation
+    body = " ".join(page.inner_text("body").split())
+    assert " ".join(expected.split()) in body
     page.screenshot(path=SHOTS / "provenance_click_1366x768.png")
     page.close()
 
