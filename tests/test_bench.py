@@ -10,7 +10,7 @@ import time
 import pytest
 import torch
 
-from attnviz import AttnvizError
+from attnviz import AttnvizError, bench
 from attnviz.bench import (
     FLOOR,
     format_table,
@@ -356,3 +356,26 @@ def test_concurrent_callers_run_one_at_a_time(worker):
     finally:
         worker._run = original
     assert len(results) == 3 and peak[0] == 1
+
+
+@pytest.mark.parametrize(
+    ("n", "text"),
+    [
+        (None, "–"),
+        (8, "8 B"),
+        (1023, "1023 B"),
+        (4096, "4 KiB"),
+        (100863744, "96.2 MiB"),
+        (3 * 2**30, "3 GiB"),
+    ],
+)
+def test_format_bytes_reads_like_a_person_writes(n, text):
+    assert bench.format_bytes(n) == text
+
+
+@pytest.mark.parametrize(
+    ("s", "text"),
+    [(None, "–"), (1.4e-6, "1.4 µs"), (2.31e-3, "2.31 ms"), (34.76e-3, "34.8 ms"), (1.2, "1.2 s")],
+)
+def test_format_time_reads_like_a_person_writes(s, text):
+    assert bench.format_time(s) == text

@@ -398,20 +398,24 @@ def measure(
     return out
 
 
-def _fmt_bytes(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(n) < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+def format_bytes(n: float | None) -> str:
+    """A byte count for people: 512 B, 4 KiB, 96.2 MiB (three significant figures); None -> "–"."""
+    if n is None:
+        return "–"
+    for unit in ("B", "KiB", "MiB"):
+        if abs(n) < 1024:
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.3g} {unit}"
         n /= 1024
-    return f"{n:.1f} GiB"
+    return f"{n:.3g} GiB"
 
 
-def _fmt_time(s: float) -> str:
+def format_time(s: float | None) -> str:
+    """Seconds for people: 1.4 µs, 2.31 ms, 1.2 s (three significant figures); None -> "–"."""
+    if s is None:
+        return "–"
     if s < 1e-3:
-        return f"{s * 1e6:.1f} us"
-    if s < 1:
-        return f"{s * 1e3:.2f} ms"
-    return f"{s:.2f} s"
+        return f"{s * 1e6:.3g} µs"
+    return f"{s * 1e3:.3g} ms" if s < 1 else f"{s:.3g} s"
 
 
 def format_table(records: Sequence[Measurement]) -> str:
@@ -424,10 +428,10 @@ def format_table(records: Sequence[Measurement]) -> str:
     for r in records:
         ratio = f"{r.ratio_to_floor:.2f}" if r.ratio_to_floor is not None else "-"
         best = f"{r.best_ratio_to_floor:.2f}" if r.best_ratio_to_floor is not None else "-"
-        mem = _fmt_bytes(r.extra_peak_bytes) if r.extra_peak_bytes is not None else "-"
+        mem = format_bytes(r.extra_peak_bytes) if r.extra_peak_bytes is not None else "-"
         lines.append(
             f"{r.device:<8} {'x'.join(map(str, r.shape)):<18} {r.dtype:<9} {r.method:<10} "
-            f"{_fmt_time(r.median_s):>10} {_fmt_time(r.iqr_s):>10} {r.gbps:>8.2f} {ratio:>8} {best:>6} "
-            f"{_fmt_time(r.first_call_s):>10} {mem:>10}"
+            f"{format_time(r.median_s):>10} {format_time(r.iqr_s):>10} {r.gbps:>8.2f} {ratio:>8} {best:>6} "
+            f"{format_time(r.first_call_s):>10} {mem:>10}"
         )
     return "\n".join(lines)

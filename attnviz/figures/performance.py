@@ -15,7 +15,15 @@ from collections.abc import Iterable
 
 import plotly.graph_objects as go
 
-from attnviz.bench.harness import COPY, FLOOR, Measurement, input_bytes, parse_dtype
+from attnviz.bench.harness import (
+    COPY,
+    FLOOR,
+    Measurement,
+    format_bytes,
+    format_time,
+    input_bytes,
+    parse_dtype,
+)
 from attnviz.bench.sweep import crossover, roofline
 
 # Okabe-Ito: distinguishable with the common colour-vision deficiencies
@@ -40,22 +48,6 @@ def _records(records: Iterable[Measurement | dict]) -> list[dict]:
 
 def _xbytes(r: dict) -> int:
     return input_bytes(tuple(r["shape"]), parse_dtype(r["dtype"]))
-
-
-def _fmt_bytes(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.3g} {unit}"
-        n /= 1024
-    return f"{n:.3g} GiB"
-
-
-def _fmt_time(s: float) -> str:
-    if s < 1e-3:
-        return f"{s * 1e6:.3g} µs"
-    if s < 1:
-        return f"{s * 1e3:.3g} ms"
-    return f"{s:.3g} s"
 
 
 def _describe(fig: go.Figure, text: str) -> go.Figure:
@@ -96,7 +88,7 @@ def _byte_ticks(values: Iterable[float]) -> tuple[list[float], list[str]]:
     while 2.0**k <= hi * 8:
         ticks.append(2.0**k)
         k += 3
-    return ticks, [_fmt_bytes(t).replace(".0 ", " ") for t in ticks]
+    return ticks, [format_bytes(t).replace(".0 ", " ") for t in ticks]
 
 
 def _time_ticks(values: Iterable[float]) -> tuple[list[float], list[str]]:
@@ -105,7 +97,7 @@ def _time_ticks(values: Iterable[float]) -> tuple[list[float], list[str]]:
     if not vals:
         return [], []
     ticks = [10.0**k for k in range(-9, 3) if min(vals) / 10 <= 10.0**k <= max(vals) * 10]
-    return ticks, [_fmt_time(t) for t in ticks]
+    return ticks, [format_time(t) for t in ticks]
 
 
 def _layout(fig: go.Figure, title: str, ytitle: str, ylog: bool = True) -> None:
@@ -158,7 +150,9 @@ def time_vs_bytes_figure(records: Iterable[Measurement | dict]) -> go.Figure:
                 name=f"{method} · {device}",
                 line=_line(device, method),
                 marker={"symbol": SYMBOL.get(_kind(device), "circle"), "size": 8},
-                customdata=[["x".join(map(str, r["shape"])), _fmt_time(r["median_s"])] for r in rs],
+                customdata=[
+                    ["x".join(map(str, r["shape"])), format_time(r["median_s"])] for r in rs
+                ],
                 hovertemplate="%{customdata[0]} (%{x:.3s}B): %{customdata[1]}<extra>"
                 + f"{method} · {device}</extra>",
             )
@@ -175,8 +169,8 @@ def time_vs_bytes_figure(records: Iterable[Measurement | dict]) -> go.Figure:
         best = min(methods, key=lambda r: r["median_s"])
         shape = "x".join(map(str, best["shape"]))
         line = (
-            f"On {device} at {shape} ({_fmt_bytes(_xbytes(best))}) the fastest method is "
-            f"{best['method']} at {_fmt_time(best['median_s'])}"
+            f"On {device} at {shape} ({format_bytes(_xbytes(best))}) the fastest method is "
+            f"{best['method']} at {format_time(best['median_s'])}"
         )
         naive = next((r for r in methods if r["method"] == "broadcast"), None)
         if naive is not None and naive is not best:
@@ -194,11 +188,11 @@ def time_vs_bytes_figure(records: Iterable[Measurement | dict]) -> go.Figure:
                 y=1,
                 yref="paper",
                 xanchor="left",
-                text=f" {gpu} faster from {_fmt_bytes(at)}",
+                text=f" {gpu} faster from {format_bytes(at)}",
                 showarrow=False,
             )
             parts.append(
-                f"{gpu} is faster than the CPU from {_fmt_bytes(at)} of input up; below that, "
+                f"{gpu} is faster than the CPU from {format_bytes(at)} of input up; below that, "
                 f"kernel launches and fixed costs dominate and the CPU wins."
             )
     if not recs:
@@ -285,7 +279,8 @@ def extra_memory_figure(records: Iterable[Measurement | dict]) -> go.Figure:
                 line=_line(device, method),
                 marker={"symbol": SYMBOL.get(_kind(device), "circle"), "size": 8},
                 customdata=[
-                    ["x".join(map(str, r["shape"])), _fmt_bytes(r["extra_peak_bytes"])] for r in rs
+                    ["x".join(map(str, r["shape"])), format_bytes(r["extra_peak_bytes"])]
+                    for r in rs
                 ],
                 hovertemplate="%{customdata[0]}: %{customdata[1]} extra"
                 + f"<extra>{method} · {device}</extra>",
@@ -314,11 +309,11 @@ def extra_memory_figure(records: Iterable[Measurement | dict]) -> go.Figure:
         shape = "x".join(map(str, top[0]["shape"]))
         size = _xbytes(top[0])
         items = ", ".join(
-            f"{r['method']} {_fmt_bytes(r['extra_peak_bytes'])}"
+            f"{r['method']} {format_bytes(r['extra_peak_bytes'])}"
             for r in sorted(top, key=lambda r: -r["extra_peak_bytes"])
         )
         parts.append(
-            f"On {device} at {shape} (x and w: {_fmt_bytes(size)}) the measured peak extra "
+            f"On {device} at {shape} (x and w: {format_bytes(size)}) the measured peak extra "
             f"memory is: {items}."
         )
     text = (

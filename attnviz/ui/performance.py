@@ -23,24 +23,6 @@ SWEEP_MAX_INPUT_BYTES = 64 * 2**20  # the sweep button stays under a minute on a
 TIMEOUT_S = 90.0
 
 
-def _fmt_bytes(n: float | None) -> str:
-    if n is None:
-        return "–"
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(n) < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return "–"
-
-
-def _fmt_time(s: float | None) -> str:
-    if s is None:
-        return "–"
-    if s < 1e-3:
-        return f"{s * 1e6:.1f} µs"
-    return f"{s * 1e3:.2f} ms" if s < 1 else f"{s:.2f} s"
-
-
 def _runner() -> worker.BenchWorker:
     return worker.get_worker(max_input_bytes=APP_MAX_INPUT_BYTES, timeout_s=TIMEOUT_S)
 
@@ -49,14 +31,14 @@ def _table(records: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(
         {
             "method": r["method"],
-            "median": _fmt_time(r["median_s"]),
-            "IQR": _fmt_time(r["iqr_s"]),
+            "median": bench.format_time(r["median_s"]),
+            "IQR": bench.format_time(r["iqr_s"]),
             "GB/s": f"{r['gbps']:.2f}",
             "vs floor": ""
             if r.get("ratio_to_floor") is None
             else f"{100 * r['ratio_to_floor']:.0f}%",
-            "extra memory": _fmt_bytes(r.get("extra_peak_bytes")),
-            "first call": _fmt_time(r.get("first_call_s")),
+            "extra memory": bench.format_bytes(r.get("extra_peak_bytes")),
+            "first call": bench.format_time(r.get("first_call_s")),
         }
         for r in records
     ).set_index("method")
@@ -155,7 +137,7 @@ def _sweep_view(records: list[dict] | None) -> None:
     if gpus:
         at = bench_sweep.crossover(records, "cpu", gpus[0])
         st.markdown(
-            f"**Crossover**: {gpus[0]} beats the CPU from {_fmt_bytes(at)} of input on."
+            f"**Crossover**: {gpus[0]} beats the CPU from {bench.format_bytes(at)} of input on."
             if at is not None
             else f"**Crossover**: {gpus[0]} never beat the CPU at these sizes."
         )
@@ -180,9 +162,9 @@ def _sweep_view(records: list[dict] | None) -> None:
             "shape": "×".join(str(s) for s in r["shape"]),
             "device": r["device"],
             "method": r["method"],
-            "median": _fmt_time(r["median_s"]),
+            "median": bench.format_time(r["median_s"]),
             "GB/s": f"{r['gbps']:.2f}",
-            "extra memory": _fmt_bytes(r.get("extra_peak_bytes")),
+            "extra memory": bench.format_bytes(r.get("extra_peak_bytes")),
         }
         for r in records
     )
