@@ -375,7 +375,14 @@ def test_format_bytes_reads_like_a_person_writes(n, text):
 
 @pytest.mark.parametrize(
     ("s", "text"),
-    [(None, "–"), (1.4e-6, "1.4 µs"), (2.31e-3, "2.31 ms"), (34.76e-3, "34.8 ms"), (1.2, "1.2 s")],
+    [
+        (None, "–"),
+        (4.51e-9, "4.51 ns"),
+        (1.4e-6, "1.4 µs"),
+        (2.31e-3, "2.31 ms"),
+        (34.76e-3, "34.8 ms"),
+        (1.2, "1.2 s"),
+    ],
 )
 def test_format_time_reads_like_a_person_writes(s, text):
     assert bench.format_time(s) == text

@@ -410,9 +410,11 @@ def format_bytes(n: float | None) -> str:
 
 
 def format_time(s: float | None) -> str:
-    """Seconds for people: 1.4 µs, 2.31 ms, 1.2 s (three significant figures); None -> "–"."""
+    """Seconds for people: 45 ns, 1.4 µs, 2.31 ms, 1.2 s (three significant figures); None -> "–"."""
     if s is None:
         return "–"
+    if s < 1e-6:
+        return f"{s * 1e9:.3g} ns"
     if s < 1e-3:
         return f"{s * 1e6:.3g} µs"
     return f"{s * 1e3:.3g} ms" if s < 1 else f"{s:.3g} s"
