@@ -14,18 +14,20 @@ speed of a plain read, and never writes a (B, T, H) temporary (the one-liner doe
   (SPLIT, B, H); a second tiny kernel sums the partials and casts to the output dtype. Partials
   cost SPLIT*B*H*4 bytes (B=8, H=1024, SPLIT=17: 0.5 MiB against 256 MiB of x) and, unlike
   ``atomic_add``, give the same bits on every run and need no zero-filled output.
-- CPU: a weighted sum of rows (``weighted_sum_rows``). x is viewed as B*T rows of H numbers and
-  each sentence is a "bag" of consecutive rows summed with its weights by PyTorch's embedding-bag
-  kernel (``F.embedding_bag(..., per_sample_weights=w)``): a streaming pass over the rows,
-  parallel over bags; when B is smaller than twice the thread count, sentences are cut into
-  chunks (more bags) and a tiny sum finishes the partials: the CPU twin of the split-T kernel.
-  Measured on our 2-core machine (benchmarks/RESULTS.md) it runs at about 80-87% of the read
-  floor ``x.sum()``, where ``torch.bmm`` reaches about 55-76%; einsum is several times slower still, because torch
-  2.13 lowers "bth,bt->bh" to ``bmm(x.permute(0, 2, 1), w[..., None])``, a (H, T) @ (T, 1)
-  product over a transposed, strided x (seen with torch.profiler). ``torch.compile`` of the
-  one-liner reached about 26 GB/s against bmm's 41 GB/s and the floor's 55 GB/s at 48x512x1024,
-  after 13 s of compiling, so it is not used. Strided x and tiny inputs (fewer than
-  CPU_ROWS_MIN_NUMEL numbers) go to bmm, which needs no set-up.
+- CPU: a weighted sum of rows. x is viewed as B*T rows of H numbers and each sentence's rows are
+  summed with its weights in one streaming pass, no (B, T, H) temporary. For float32 the pass is
+  our C kernel (``attnviz.native``, compiled on first use, each thread an equal share of the
+  rows): it runs at the read floor ``x.sum()`` on our 2-core machine (0.95-1.0 of it, see
+  benchmarks/RESULTS.md). Without a C compiler, and for the other dtypes, the same row sum runs
+  through PyTorch's embedding-bag kernel (``weighted_sum_rows``, ``F.embedding_bag(...,
+  per_sample_weights=w)``, sentences cut into chunks when B is small), which reaches about
+  80-90% of the floor. ``torch.bmm`` reaches about 55-76%; einsum is several times slower
+  still, because torch 2.13 lowers "bth,bt->bh" to ``bmm(x.permute(0, 2, 1), w[..., None])``, a
+  (H, T) @ (T, 1) product over a transposed, strided x (seen with torch.profiler).
+  ``torch.compile`` of the one-liner reached about 26 GB/s against bmm's 41 GB/s and the floor's
+  55 GB/s at 48x512x1024, after 13 s of compiling, so it is not used. Strided x, inputs that
+  need gradients, and tiny inputs (fewer than CPU_ROWS_MIN_NUMEL numbers) go to bmm, which needs
+  no set-up (and the C kernel is never built for the small examples of the app).
 
 Triton is imported lazily: attnviz imports and works without it. Set ``TRITON_INTERPRET=1`` before
 the first import of triton to run the kernel on CPU tensors (slowly) in Triton's interpreter;
@@ -39,6 +41,8 @@ import math
 
 import torch
 from torch import Tensor
+
+from attnviz import native
 
 # float32 accumulation for the narrow types; float64 keeps float64 (cuBLAS on CUDA).
 _TRITON_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
@@ -104,14 +108,29 @@ def weighted_sum_fused(x: Tensor, w: Tensor) -> Tensor:
     """x: (B, T, H), w: (B, T) -> (B, H) in one pass over x.
 
     CUDA with triton and a float32/float16/bfloat16 input: the split-T Triton kernel. CPU with a
-    contiguous x: the weighted row sum (``weighted_sum_rows``). Everywhere else (MPS, float64 on
-    CUDA, no triton, strided x): the batched matrix-vector product, which also reads x once.
+    contiguous x of at least CPU_ROWS_MIN_NUMEL numbers: the weighted row sum, by the C kernel
+    (``attnviz.native``) for float32 where it builds, else by embedding-bag
+    (``weighted_sum_rows``). Everywhere else (MPS, float64 on CUDA, no triton, strided or tiny x):
+    the batched matrix-vector product, which also reads x once.
     """
     if x.device.type == "cuda" and x.dtype in _TRITON_DTYPES and triton_available():
         return weighted_sum_triton(x, w)
     if x.device.type == "cpu" and x.is_contiguous() and x.numel() >= CPU_ROWS_MIN_NUMEL:
+        if native.usable(x, w):
+            return native.weighted_rows(x, w)
         return weighted_sum_rows(x, w)
     return _bmm(x, w)
+
+
+def fused_path(x: Tensor, w: Tensor) -> str:
+    """Which implementation ``weighted_sum_fused(x, w)`` runs, in words (for tables and pages)."""
+    if x.device.type == "cuda" and x.dtype in _TRITON_DTYPES and triton_available():
+        return "Triton split-T kernel"
+    if x.device.type == "cpu" and x.is_contiguous() and x.numel() >= CPU_ROWS_MIN_NUMEL:
+        if native.usable(x, w):
+            return "C row-sum kernel"
+        return "embedding-bag row sum"
+    return "bmm"
 
 
 # ---------------------------------------------------------------------------------------------

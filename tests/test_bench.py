@@ -10,7 +10,7 @@ import time
 import pytest
 import torch
 
-from attnviz import AttnvizError, bench
+from attnviz import AttnvizError, bench, fused, native
 from attnviz.bench import (
     FLOOR,
     format_table,
@@ -49,6 +49,24 @@ def test_records_carry_the_metadata_an_expert_needs(tiny_records):
         assert r.min_s <= r.q1_s <= r.median_s <= r.q3_s
         assert r.iqr_s == pytest.approx(r.q3_s - r.q1_s) and r.best_ratio_to_floor > 0
         assert r.median_s > 0 and r.first_call_s > 0 and r.calls_per_round >= 1 and r.rounds == 2
+
+
+def test_records_say_what_each_method_ran(tiny_records):
+    runs_as = {r.method: r.notes["path"] for r in tiny_records}
+    assert runs_as["floor"] == "x.sum()" and runs_as["broadcast"] == "(x * w[..., None]).sum(1)"
+    assert runs_as["fused"] == fused.fused_path(*bench.make_inputs((2, 3, 5)))  # tiny: bmm
+    assert all(r.notes["cpu_kernel"] == cpu_kernel_detail() for r in tiny_records)
+
+
+def test_fused_record_names_the_c_kernel_at_a_large_size():
+    recs = measure((2, 128, 128), methods=["fused", "auto"], **FAST)
+    expect = "C row-sum kernel" if native.available() else "embedding-bag row sum"
+    assert recs[1].notes["path"] == expect and recs[2].notes["path"] == f"fused: {expect}"
+
+
+def cpu_kernel_detail():
+    built = native.build()
+    return built.detail if built.ok else f"none: {built.detail}"
 
 
 def test_bytes_and_bandwidth_are_consistent(tiny_records):
@@ -158,6 +176,7 @@ def test_cli_prints_a_table(capsys):
     )
     out = capsys.readouterr().out
     assert "floor" in out and "bmm" in out and "median" in out and "threads" in out
+    assert f"C kernel: {cpu_kernel_detail()}" in out
 
 
 def test_cli_refuses_a_bad_size_with_a_plain_message(capsys):

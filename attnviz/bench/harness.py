@@ -19,10 +19,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
+import os
 import random
 import re
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -37,6 +40,16 @@ from attnviz.errors import AttnvizError
 FLOOR = "floor"  # x.sum(): a plain read of x, the speed limit of a one-pass method
 COPY = "copy"  # dst.copy_(x): read + write x, the device copy bandwidth (CUDA targets)
 DEFAULT_METHODS = ("broadcast", "einsum", "bmm", "fused")
+# what each timed name runs, for tables ("fused" and "auto" depend on device, dtype and size and
+# are filled in per measurement from attnviz.fused.fused_path / choose_method)
+RUNS_AS = {
+    FLOOR: "x.sum()",
+    COPY: "dst.copy_(x)",
+    "broadcast": "(x * w[..., None]).sum(1)",
+    "einsum": 'einsum("bth,bt->bh", x, w)',
+    "bmm": "bmm(w[:, None, :], x)",
+    "loop": "Python loops over b and t",
+}
 LOOP_MAX_WORDS = 4096
 SLOW_CALL_S = 0.05  # above this per call, time single synchronized calls (no per-block warm-up)  # the Python loop runs B*T steps: only for small B*T
 DTYPES = {
@@ -156,6 +169,11 @@ def environment(device: str | torch.device) -> dict:
     }
     if device.type == "cuda":
         env["cuda_version"] = torch.version.cuda
+    if device.type == "cpu":
+        from attnviz import native
+
+        built = native.build()  # the C kernel behind "fused" on the CPU (built once, cached)
+        env["cpu_kernel"] = built.detail if built.ok else f"none: {built.detail}"
     from attnviz.fused import triton_available
 
     if triton_available():
@@ -220,7 +238,7 @@ def peak_extra_bytes(fn: Callable[[], object], device: str | torch.device) -> in
         return int(max(0, after - before))  # MPS has no peak counter: what is still held
     from torch.profiler import ProfilerActivity, profile
 
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+    with _quiet_stderr(), profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         fn()
     events = []
     for e in prof.events():
@@ -233,6 +251,25 @@ def peak_extra_bytes(fn: Callable[[], object], device: str | torch.device) -> in
         running += delta
         peak = max(peak, running)
     return int(peak)
+
+
+@contextlib.contextmanager
+def _quiet_stderr():
+    """Silence file descriptor 2 for a moment: the profiler's C++ side (kineto) prints two
+    "USDT: profiler_start/stop" lines per use, with no switch to turn them off."""
+    sys.stderr.flush()
+    try:
+        saved = os.dup(2)
+    except OSError:  # no usable stderr: nothing to silence
+        yield
+        return
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 2)
+            yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
 
 
 def _quantiles(values: list[float]) -> tuple[float, float, float]:
@@ -348,6 +385,13 @@ def measure(
         for name in names:
             extra[name] = peak_extra_bytes(lambda f=fns[name]: f(*sets[0]), device)
 
+    from attnviz.fused import choose_method, fused_path
+
+    paths = dict(RUNS_AS, fused=fused_path(x0, w0))  # what "fused" and "auto" ran on these inputs
+    picked = choose_method(device, shape, dtype)
+    paths["auto"] = (
+        f"fused: {paths['fused']}" if picked == "fused" else f"{picked}: {RUNS_AS[picked]}"
+    )
     x_bytes = x0.numel() * x0.element_size()
     out: list[Measurement] = []
     for name in names:
@@ -387,6 +431,8 @@ def measure(
                 torch_version=env["torch_version"],
                 extra_peak_bytes=extra[name],
                 notes={
+                    **({"path": paths[name]} if name in paths else {}),
+                    **({"cpu_kernel": env["cpu_kernel"]} if "cpu_kernel" in env else {}),
                     "cache_bytes": cache_bytes(device),
                     "fits_in_cache": n_sets * one_set <= cache_bytes(device),
                     **(

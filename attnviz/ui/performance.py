@@ -39,6 +39,7 @@ def _table(records: list[dict]) -> pd.DataFrame:
             else f"{100 * r['ratio_to_floor']:.0f}%",
             "extra memory": bench.format_bytes(r.get("extra_peak_bytes")),
             "first call": bench.format_time(r.get("first_call_s")),
+            "runs as": r.get("notes", {}).get("path", ""),
         }
         for r in records
     ).set_index("method")

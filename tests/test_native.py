@@ -1,0 +1,274 @@
+"""The C kernel behind "fused" on the CPU (attnviz.native): against float64, its work plan, its
+edges (empty axes, NaN and inf, bad arguments), its build and cache, and its fallback."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+from torch.testing import assert_close
+
+import attnviz
+from attnviz import AttnvizError, fused, native
+
+needs_kernel = pytest.mark.skipif(
+    not native.available(), reason=f"no C kernel here: {native.build().detail}"
+)
+
+# B, T, H all different; T == H; B = 1; T = 1; T not a multiple of 4 (the kernel's row step);
+# H not a multiple of any vector width, and H above one BLOCK_H (2048) of running sums
+SHAPES = [
+    (2, 3, 5),
+    (3, 100, 70),
+    (4, 17, 17),
+    (1, 1000, 33),
+    (5, 1, 9),
+    (7, 61, 61),
+    (2, 45, 2050),
+    (1, 4099, 3),
+]
+
+
+def random_inputs(b, t, h, *, seed):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(b, t, h, generator=g, dtype=torch.float64)  # (B,T,H)
+    w = torch.rand(b, t, generator=g, dtype=torch.float64)  # (B,T)
+    return x.float(), w.float()
+
+
+def expected(x, w):
+    return attnviz.reference(x, w).float()  # (B,H) from float64
+
+
+@pytest.fixture
+def fine_grained(monkeypatch):
+    """Cut even small inputs into many units, so every path of the plan runs on test sizes."""
+    monkeypatch.setattr(native, "MIN_NUMEL_PER_THREAD", 1)
+    monkeypatch.setattr(native, "MAX_UNIT_NUMEL", 64)
+    monkeypatch.setattr(native, "MIN_PIECE_ROWS", 2)
+
+
+@needs_kernel
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_kernel_matches_float64_reference(shape, threads, fine_grained):
+    x, w = random_inputs(*shape, seed=sum(shape) + threads)
+    got = native.weighted_rows(x, w, threads=threads)
+    assert got.shape == (shape[0], shape[2]) and got.dtype == torch.float32
+    assert_close(got, expected(x, w), rtol=1e-5, atol=1e-4)
+
+
+@needs_kernel
+@pytest.mark.parametrize(
+    ("shape", "split"), [((1, 1000, 33), True), ((3, 100, 70), True), ((64, 3, 5), False)]
+)
+def test_plan_paths_are_exercised(shape, split, fine_grained):
+    n, group, pieces = native.plan(*shape, 3)
+    assert n > 1
+    assert (pieces > 1) == split and (group > 1) == (not split)
+
+
+@needs_kernel
+def test_default_plan_at_benchmark_size_matches_reference():
+    x, w = random_inputs(8, 512, 1024, seed=11)  # big enough for every thread, default plan
+    assert_close(native.weighted_rows(x, w), expected(x, w), rtol=1e-5, atol=1e-4)
+
+
+@given(
+    b=st.integers(1, 300),
+    t=st.integers(1, 5000),
+    h=st.integers(1, 5000),
+    threads=st.integers(1, 64),
+)
+def test_plan_gives_valid_units(b, t, h, threads):
+    n, group, split = native.plan(b, t, h, threads)
+    assert 1 <= n <= threads and group >= 1 and split >= 1
+    assert split == 1 or group == 1
+    assert split <= max(1, t // native.MIN_PIECE_ROWS)
+    units = -(-b // group) if split == 1 else b * split
+    assert units >= n  # no thread without work
+    if b * t * h < 2 * native.MIN_NUMEL_PER_THREAD:
+        assert n == 1  # small inputs stay on one thread
+
+
+@needs_kernel
+def test_results_are_the_same_bits_every_run(fine_grained):
+    # dynamic scheduling changes which thread sums a unit, never the order of the additions
+    x, w = random_inputs(3, 200, 50, seed=4)
+    first = native.weighted_rows(x, w, threads=2)
+    for _ in range(20):
+        assert torch.equal(native.weighted_rows(x, w, threads=2), first)
+
+
+@needs_kernel
+@pytest.mark.parametrize(("b", "t", "h"), [(3, 0, 4), (0, 5, 4), (3, 5, 0)])
+def test_empty_axes_give_the_reference_result(b, t, h):
+    x, w = torch.zeros(b, t, h), torch.zeros(b, t)
+    got = native.weighted_rows(x, w)
+    assert got.shape == (b, h)
+    assert torch.equal(got, torch.zeros(b, h))
+
+
+@needs_kernel
+def test_nan_and_inf_propagate_like_the_one_liner():
+    x, w = random_inputs(2, 64, 600, seed=2)
+    x[0, 5, 7] = float("nan")
+    x[1, 9, 3] = float("inf")
+    w[1, 9] = 0.0  # 0 * inf is nan, as in (x * w[..., None]).sum(1)
+    x[1, 2, 11] = float("-inf")
+    got = native.weighted_rows(x, w, threads=2)
+    one_liner = (x * w[..., None]).sum(dim=1)  # (B,H)
+    assert_close(got, one_liner, rtol=1e-5, atol=1e-4, equal_nan=True)
+    assert got[0, 7].isnan() and got[1, 3].isnan() and got[1, 11] == float("-inf")
+
+
+@needs_kernel
+@pytest.mark.parametrize(
+    "bad",
+    [
+        lambda x, w: (x.double(), w.double()),  # float64
+        lambda x, w: (x.transpose(1, 2).contiguous().transpose(1, 2), w),  # strided x
+        lambda x, w: (x, w[:, :-1]),  # w shorter than T
+        lambda x, w: (x, w.double()),  # mixed dtypes
+        lambda x, w: (x[0], w[0]),  # no sentence axis
+    ],
+    ids=["float64", "strided", "short w", "mixed dtypes", "2-d"],
+)
+def test_kernel_refuses_what_it_cannot_read_safely(bad):
+    x, w = random_inputs(2, 6, 8, seed=0)
+    with pytest.raises(AttnvizError, match="weighted_rows needs float32"):
+        native.weighted_rows(*bad(x, w))
+
+
+@pytest.mark.parametrize(
+    ("change", "usable"),
+    [
+        (lambda x, w: (x, w), True),
+        (lambda x, w: (x.double(), w.double()), False),
+        (lambda x, w: (x[:, :, ::2], w), False),
+        (lambda x, w: (x.requires_grad_(), w), False),
+    ],
+    ids=["float32", "float64", "strided", "needs grad"],
+)
+def test_usable_only_where_the_kernel_applies(change, usable):
+    x, w = change(*random_inputs(2, 6, 8, seed=0))
+    assert native.usable(x, w) == (usable and native.available())
+
+
+@needs_kernel
+def test_concurrent_callers_get_their_own_results():
+    inputs = [random_inputs(4, 300, 257, seed=s) for s in range(6)]
+    results = [None] * len(inputs)
+
+    def work(i):
+        for _ in range(5):
+            results[i] = native.weighted_rows(*inputs[i])
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(inputs))]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    for (x, w), got in zip(inputs, results, strict=True):
+        assert_close(got, expected(x, w), rtol=1e-5, atol=1e-4)
+
+
+@needs_kernel
+def test_fused_uses_the_kernel_above_the_threshold(monkeypatch):
+    calls = []
+    real = native.weighted_rows
+    monkeypatch.setattr(native, "weighted_rows", lambda x, w: calls.append(x.shape) or real(x, w))
+    x, w = random_inputs(2, 128, 128, seed=1)  # CPU_ROWS_MIN_NUMEL numbers
+    attnviz.weighted_sum(x, w, method="fused")
+    attnviz.weighted_sum(x.double(), w.double(), method="fused")  # float64: embedding bag
+    attnviz.weighted_sum(x[:1, :8, :8], w[:1, :8], method="fused")  # tiny: bmm
+    assert calls == [(2, 128, 128)]
+    assert fused.fused_path(x, w) == "C row-sum kernel"
+    assert fused.fused_path(x.double(), w.double()) == "embedding-bag row sum"
+
+
+# --- building: run in fresh processes, each with its own cache folder and environment ----------
+
+BUILD_SCRIPT = textwrap.dedent(
+    """
+    import json, torch, attnviz
+    from attnviz import native, fused
+    b = native.build()
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(4, 128, 256, generator=g)
+    w = torch.rand(4, 128, generator=g)
+    got = attnviz.weighted_sum(x, w, method="fused")
+    ok = torch.allclose(got.double(), attnviz.reference(x, w), rtol=1e-5, atol=1e-4)
+    print(json.dumps({"ok": b.ok, "detail": b.detail, "compiled": b.compile_s is not None,
+                      "path": fused.fused_path(x, w), "correct": ok}))
+    """
+)
+
+
+def run_build(cache, **env):
+    full = dict(os.environ, ATTNVIZ_CACHE_DIR=str(cache), **env)
+    res = subprocess.run(
+        [sys.executable, "-c", BUILD_SCRIPT], capture_output=True, text=True, timeout=180, env=full
+    )
+    assert res.returncode == 0, res.stderr[-2000:]
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+@needs_kernel
+def test_build_is_cached_between_processes(tmp_path):
+    first = run_build(tmp_path)
+    second = run_build(tmp_path)
+    assert first["ok"] and first["compiled"] and first["correct"]
+    assert second["ok"] and not second["compiled"] and second["correct"]
+    assert first["path"] == "C row-sum kernel"
+    assert [p.suffix for p in tmp_path.iterdir()] in ([".so"], [".dylib"])  # no temporary left
+
+
+@needs_kernel
+def test_processes_building_at_once_all_get_a_working_kernel(tmp_path):
+    full = dict(os.environ, ATTNVIZ_CACHE_DIR=str(tmp_path))
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", BUILD_SCRIPT], stdout=subprocess.PIPE, text=True, env=full
+        )
+        for _ in range(3)
+    ]
+    outs = [p.communicate(timeout=180)[0] for p in procs]
+    assert all(p.returncode == 0 for p in procs)
+    assert all('"ok": true' in o and '"correct": true' in o for o in outs)
+    assert len(list(tmp_path.iterdir())) == 1  # one library, renamed into place whole
+
+
+@pytest.mark.parametrize(
+    ("env", "reason"),
+    [
+        ({"CC": "/nonexistent/cc"}, "the C compiler does not answer"),
+        ({"CC": "false"}, "the C compiler does not answer"),
+        ({"ATTNVIZ_NATIVE": "0"}, "turned off by ATTNVIZ_NATIVE=0"),
+    ],
+    ids=["missing compiler", "broken compiler", "turned off"],
+)
+def test_without_the_kernel_fused_falls_back_and_says_why(tmp_path, env, reason):
+    out = run_build(tmp_path, **env)
+    assert not out["ok"] and out["detail"].startswith(reason)
+    assert out["path"] == "embedding-bag row sum" and out["correct"]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_failed_compile_is_reported_with_the_compilers_words(tmp_path):
+    # a "compiler" that answers --version but cannot compile
+    fake = tmp_path / "fakecc"
+    fake.write_text(
+        '#!/bin/sh\nif [ "$1" = --version ]; then echo fakecc 1.0; exit 0; fi\n'
+        'echo "fakecc: error: no" >&2; exit 1\n'
+    )
+    fake.chmod(0o755)
+    out = run_build(tmp_path / "cache", CC=str(fake))
+    assert not out["ok"] and "compiling weighted_rows.c failed: fakecc: error: no" in out["detail"]
+    assert out["path"] == "embedding-bag row sum" and out["correct"]
