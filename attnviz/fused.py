@@ -16,18 +16,18 @@ speed of a plain read, and never writes a (B, T, H) temporary (the one-liner doe
   ``atomic_add``, give the same bits on every run and need no zero-filled output.
 - CPU: a weighted sum of rows. x is viewed as B*T rows of H numbers and each sentence's rows are
   summed with its weights in one streaming pass, no (B, T, H) temporary. For float32 the pass is
-  our C kernel (``attnviz.native``, compiled on first use, each thread an equal share of the
-  rows): it runs at the read floor ``x.sum()`` on our 2-core machine (0.95-1.0 of it, see
-  benchmarks/RESULTS.md). Without a C compiler, and for the other dtypes, the same row sum runs
-  through PyTorch's embedding-bag kernel (``weighted_sum_rows``, ``F.embedding_bag(...,
-  per_sample_weights=w)``, sentences cut into chunks when B is small), which reaches about
-  80-90% of the floor. ``torch.bmm`` reaches about 55-76%; einsum is several times slower
-  still, because torch 2.13 lowers "bth,bt->bh" to ``bmm(x.permute(0, 2, 1), w[..., None])``, a
-  (H, T) @ (T, 1) product over a transposed, strided x (seen with torch.profiler).
-  ``torch.compile`` of the one-liner reached about 26 GB/s against bmm's 41 GB/s and the floor's
-  55 GB/s at 48x512x1024, after 13 s of compiling, so it is not used. Strided x, inputs that
-  need gradients, and tiny inputs (fewer than CPU_ROWS_MIN_NUMEL numbers) go to bmm, which needs
-  no set-up (and the C kernel is never built for the small examples of the app).
+  our C kernel (``attnviz.native``, compiled on first use, on PyTorch's OpenMP threads): it runs
+  at the read floor ``x.sum()`` on our 2-core machine (0.97-1.02 of it with both cores, 0.80-0.95
+  on one; benchmarks/RESULTS.md). Without a C compiler, for the other dtypes and for inputs that
+  need gradients, the same row sum runs through PyTorch's embedding-bag kernel
+  (``weighted_sum_rows``, ``F.embedding_bag(..., per_sample_weights=w)``, sentences cut into
+  chunks when B is small), which has a backward and reaches about 80-90% of the floor.
+  ``torch.bmm`` reaches about 55-76%; einsum is several times slower still, because torch 2.13
+  lowers "bth,bt->bh" to ``bmm(x.permute(0, 2, 1), w[..., None])``, a (H, T) @ (T, 1) product
+  over a transposed, strided x (seen with torch.profiler). ``torch.compile`` of the one-liner
+  reached about 26 GB/s against bmm's 41 GB/s and the floor's 55 GB/s at 48x512x1024, after 13 s
+  of compiling, so it is not used. Strided x and small inputs (fewer than CPU_ROWS_MIN_NUMEL
+  numbers, where bmm's single call is quicker) go to bmm.
 
 Triton is imported lazily: attnviz imports and works without it. Set ``TRITON_INTERPRET=1`` before
 the first import of triton to run the kernel on CPU tensors (slowly) in Triton's interpreter;
@@ -64,8 +64,10 @@ def _bmm(x: Tensor, w: Tensor) -> Tensor:
     return torch.bmm(w[:, None, :], x)[:, 0, :]  # (B,1,T) @ (B,T,H) -> (B,1,H) -> (B,H)
 
 
-# below this many numbers in x, setting up the bags costs more than bmm's whole call
-CPU_ROWS_MIN_NUMEL = 32768
+# Below this many numbers in x, bmm's single call beats the row sum's few microseconds of set-up
+# (measured with the harness: bmm 9.2 vs 10.9 us at 131,072 numbers; the C row sum 20.7 vs bmm's
+# 27.5 us at 262,144). It also keeps the C kernel from being built for the app's small examples.
+CPU_ROWS_MIN_NUMEL = 1 << 18
 
 
 def cpu_chunks(b: int, t: int, threads: int) -> int:
@@ -147,15 +149,18 @@ def choose_method(
     """The name of the method ``"auto"`` runs for x of ``shape`` (B, T, H) and ``dtype`` on ``device``.
 
     CUDA: "fused" (the Triton kernel; it falls back to bmm itself where triton is missing or the
-    dtype is float64). CPU: "fused" (the weighted row sum, the fastest we measured), except tiny
-    inputs, where "broadcast" has the least fixed overhead. MPS: "bmm".
+    dtype is float64). CPU: "fused" (the weighted row sum, the fastest we measured) from
+    CPU_ROWS_MIN_NUMEL numbers on, "bmm" below, and "broadcast" for tiny inputs, where it has the
+    least fixed overhead. MPS: "bmm".
     """
     device = torch.device(device)
     b, t, h = shape
     if device.type == "cuda":
         return "fused"
     if device.type == "cpu":
-        return "broadcast" if b * t * h <= TINY_CPU_NUMEL else "fused"
+        if b * t * h <= TINY_CPU_NUMEL:
+            return "broadcast"
+        return "fused" if b * t * h >= CPU_ROWS_MIN_NUMEL else "bmm"
     return "bmm"
 
 
@@ -164,7 +169,7 @@ def weighted_sum_auto(x: Tensor, w: Tensor) -> Tensor:
     kind = x.device.type  # the same rule as choose_method, without building a torch.device
     if kind == "cpu" and x.numel() <= TINY_CPU_NUMEL:
         return (x * w[..., None]).sum(dim=1)  # (B,T,H) * (B,T,1) -> (B,H): the one-liner
-    if kind in ("cpu", "cuda"):
+    if kind == "cuda" or (kind == "cpu" and x.numel() >= CPU_ROWS_MIN_NUMEL):
         return weighted_sum_fused(x, w)  # (B,H)
     return _bmm(x, w)  # (B,H)
 

@@ -59,7 +59,7 @@ def test_records_say_what_each_method_ran(tiny_records):
 
 
 def test_fused_record_names_the_c_kernel_at_a_large_size():
-    recs = measure((2, 128, 128), methods=["fused", "auto"], **FAST)
+    recs = measure((2, 256, 512), methods=["fused", "auto"], **FAST)
     expect = "C row-sum kernel" if native.available() else "embedding-bag row sum"
     assert recs[1].notes["path"] == expect and recs[2].notes["path"] == f"fused: {expect}"
 

@@ -31,6 +31,9 @@ SHAPES = [
     (1, 1000, 33),
     (5, 129, 97),
     (7, 61, 61),
+    (3, 300, 301),
+    (1, 1000, 263),
+    (2, 1024, 131),
 ]
 
 
@@ -67,11 +70,11 @@ def test_fused_takes_the_row_sum_path_above_the_threshold(monkeypatch):
     monkeypatch.setattr(fused.native, "usable", lambda x, w: False)  # as without a C compiler
     calls = []
     monkeypatch.setattr(fused, "weighted_sum_rows", lambda x, w: calls.append(x.shape) or x[:, 0])
-    x, w = random_inputs(2, 128, 128, seed=1)  # 32768 numbers
+    x, w = random_inputs(2, 256, 512, seed=1)  # CPU_ROWS_MIN_NUMEL numbers
     fused.weighted_sum_fused(x, w)
     fused.weighted_sum_fused(x[:, :, :64], w)  # strided: bmm instead
     fused.weighted_sum_fused(x[:1, :8, :8].contiguous(), w[:1, :8])  # tiny: bmm instead
-    assert calls == [(2, 128, 128)]
+    assert calls == [(2, 256, 512)]
 
 
 @pytest.mark.parametrize(
@@ -101,6 +104,7 @@ def test_row_sum_splits_a_single_long_sentence_correctly():
         ("cuda:0", (2, 3, 5), "fused"),
         ("cpu", (2, 3, 5), "broadcast"),
         ("cpu", (48, 512, 1024), "fused"),
+        ("cpu", (8, 64, 128), "bmm"),
         ("mps", (48, 512, 1024), "bmm"),
     ],
 )
@@ -237,7 +241,7 @@ def test_row_sum_path_has_the_right_gradients():
 
 
 @pytest.mark.parametrize(
-    "shape", [(2, 3, 5), (4, 16, 32), (4, 16, 33), (2, 128, 128), (1, 300, 200)]
+    "shape", [(2, 3, 5), (4, 16, 32), (4, 16, 33), (2, 128, 128), (1, 300, 200), (2, 256, 512)]
 )
 def test_auto_runs_the_method_choose_method_names(shape):
     x, w = random_inputs(*shape, seed=9)

@@ -184,11 +184,11 @@ def test_fused_uses_the_kernel_above_the_threshold(monkeypatch):
     calls = []
     real = native.weighted_rows
     monkeypatch.setattr(native, "weighted_rows", lambda x, w: calls.append(x.shape) or real(x, w))
-    x, w = random_inputs(2, 128, 128, seed=1)  # CPU_ROWS_MIN_NUMEL numbers
+    x, w = random_inputs(2, 256, 512, seed=1)  # CPU_ROWS_MIN_NUMEL numbers
     attnviz.weighted_sum(x, w, method="fused")
     attnviz.weighted_sum(x.double(), w.double(), method="fused")  # float64: embedding bag
     attnviz.weighted_sum(x[:1, :8, :8], w[:1, :8], method="fused")  # tiny: bmm
-    assert calls == [(2, 128, 128)]
+    assert calls == [(2, 256, 512)]
     assert fused.fused_path(x, w) == "C row-sum kernel"
     assert fused.fused_path(x.double(), w.double()) == "embedding-bag row sum"
 
@@ -201,7 +201,7 @@ BUILD_SCRIPT = textwrap.dedent(
     from attnviz import native, fused
     b = native.build()
     g = torch.Generator().manual_seed(0)
-    x = torch.randn(4, 128, 256, generator=g)
+    x = torch.randn(4, 128, 512, generator=g)
     w = torch.rand(4, 128, generator=g)
     got = attnviz.weighted_sum(x, w, method="fused")
     ok = torch.allclose(got.double(), attnviz.reference(x, w), rtol=1e-5, atol=1e-4)

@@ -94,13 +94,14 @@ def main(argv: list[str] | None = None) -> int:
                 f"of GB/s / GB/s of x.sum() in the same round; 'best' = the same ratio between "
                 f"the fastest rounds; '1st call' includes lazy init / JIT compile."
             )
-            paths = {
-                f"{r.method} on {r.device}: {r.notes['path']}"
-                for r in records
-                if "path" in r.notes and r.method == "fused"
-            }
-            for line in sorted(paths):
-                print(line)
+            ran: dict[tuple[str, str], list[str]] = {}  # (device, path) -> shapes
+            for r in records:
+                if r.method == "fused" and "path" in r.notes:
+                    ran.setdefault((r.device, r.notes["path"]), []).append(
+                        "x".join(map(str, r.shape))
+                    )
+            for (device, path), shapes in ran.items():
+                print(f"fused on {device}: {path} at {', '.join(shapes)}")
             kernels = {r.notes["cpu_kernel"] for r in records if "cpu_kernel" in r.notes}
             for k in sorted(kernels):
                 print(f"C kernel: {k}")

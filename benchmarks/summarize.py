@@ -1,0 +1,112 @@
+"""Turn runs of ``python -m attnviz.bench --json`` into the Markdown tables of RESULTS.md.
+
+    python benchmarks/summarize.py run1.jsonl run2.jsonl ...    # one file per run
+
+For each (size, threads): one row per run with the floor's GB/s and, per method, the paired
+``x floor`` median / ``best`` ratio and the method's IQR as a share of its median, then the one-liner's
+time over fused's. A summary table follows: per (size, threads) the range and median over runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from collections import defaultdict
+from pathlib import Path
+
+
+def load(paths: list[Path]) -> list[list[dict]]:
+    return [
+        [json.loads(line) for line in p.read_text().splitlines() if line.strip()] for p in paths
+    ]
+
+
+def cell(r: dict) -> str:
+    return (
+        f"{r['ratio_to_floor']:.2f} / {r['best_ratio_to_floor']:.2f} "
+        f"(IQR {100 * r['iqr_s'] / r['median_s']:.0f}%)"
+    )
+
+
+def span(values: list[float], fmt: str = "{:.2f}") -> str:
+    lo, hi, med = min(values), max(values), statistics.median(values)
+    return f"{fmt.format(lo)}-{fmt.format(hi)} (median {fmt.format(med)})"
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("files", nargs="+", type=Path)
+    runs = load(p.parse_args(argv).files)
+    groups: dict[tuple, list[dict[str, dict]]] = defaultdict(list)  # (shape, threads) -> runs
+    for run in runs:
+        by_key: dict[tuple, dict[str, dict]] = defaultdict(dict)
+        for r in run:
+            by_key[(tuple(r["shape"]), r["threads"], r["dtype"])][r["method"]] = r
+        for key, methods in by_key.items():
+            groups[key].append(methods)
+    summary = []
+    for (shape, threads, dtype), group in groups.items():
+        methods = [m for m in group[0] if m != "floor"]
+        mib = group[0]["floor"]["bytes"] / 2**20
+        name = "x".join(map(str, shape))
+        print(f"#### {name} {dtype} ({mib:.0f} MiB), {threads} thread{'s' * (threads > 1)}\n")
+        head = ["run", "floor GB/s (median)", *methods]
+        multiple = "broadcast" in methods and "fused" in methods
+        if multiple:
+            head.append("one-liner time / fused time")
+        print("| " + " | ".join(head) + " |")
+        print("|" + "---|" * len(head))
+        for i, run in enumerate(group, 1):
+            floor = run["floor"]
+            row = [
+                str(i),
+                f"{floor['gbps']:.1f} (IQR {100 * floor['iqr_s'] / floor['median_s']:.0f}%)",
+            ]
+            row += [cell(run[m]) for m in methods]
+            if multiple:
+                row.append(f"{run['broadcast']['median_s'] / run['fused']['median_s']:.1f}x")
+            print("| " + " | ".join(row) + " |")
+        print()
+        best = [max((m for m in methods), key=lambda m, r=run: r[m]["gbps"]) for run in group]
+        summary.append(
+            [
+                name,
+                str(threads),
+                str(len(group)),
+                ", ".join(f"{m} {best.count(m)}" for m in dict.fromkeys(best)),
+                *(
+                    span([run[m]["ratio_to_floor"] for run in group])
+                    for m in ("fused", "bmm")
+                    if m in methods
+                ),
+                *(
+                    [
+                        span(
+                            [r["broadcast"]["median_s"] / r["fused"]["median_s"] for r in group],
+                            "{:.1f}x",
+                        )
+                    ]
+                    if multiple
+                    else []
+                ),
+            ]
+        )
+    print("### Summary\n")
+    head = [
+        "size",
+        "threads",
+        "runs",
+        "fastest by median (runs)",
+        "fused `x floor`",
+        "bmm `x floor`",
+    ]
+    head.append("one-liner multiple")
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    for row in summary:
+        print("| " + " | ".join(row) + " |")
+
+
+if __name__ == "__main__":
+    main()
