@@ -68,28 +68,23 @@ def main(argv: list[str] | None = None) -> None:
                 row.append(f"{run['broadcast']['median_s'] / run['fused']['median_s']:.1f}x")
             print("| " + " | ".join(row) + " |")
         print()
-        best = [max((m for m in methods), key=lambda m, r=run: r[m]["gbps"]) for run in group]
+        best = [max(methods, key=lambda m, r=run: r[m]["gbps"]) for run in group]
+        ratios = {
+            m: span([run[m]["ratio_to_floor"] for run in group]) if m in methods else "-"
+            for m in ("fused", "bmm")
+        }
+        times = (
+            [r["broadcast"]["median_s"] / r["fused"]["median_s"] for r in group] if multiple else []
+        )
         summary.append(
             [
                 name,
                 str(threads),
                 str(len(group)),
                 ", ".join(f"{m} {best.count(m)}" for m in dict.fromkeys(best)),
-                *(
-                    span([run[m]["ratio_to_floor"] for run in group])
-                    for m in ("fused", "bmm")
-                    if m in methods
-                ),
-                *(
-                    [
-                        span(
-                            [r["broadcast"]["median_s"] / r["fused"]["median_s"] for r in group],
-                            "{:.1f}x",
-                        )
-                    ]
-                    if multiple
-                    else []
-                ),
+                ratios["fused"],
+                ratios["bmm"],
+                span(times, "{:.1f}x") if times else "-",
             ]
         )
     print("### Summary\n")

@@ -169,6 +169,28 @@ def test_cli_json_lines_follow_the_schema(capsys):
     assert {r["method"] for r in lines} == {"floor", "broadcast", "fused"}
 
 
+def test_summarize_turns_json_runs_into_markdown_tables(tmp_path, capsys):
+    import importlib.util
+
+    path = tmp_path / "run1.jsonl"
+    code = cli(["--sizes", "2x3x5", "--methods", "broadcast,bmm,fused", "--rounds", "2",
+                "--min-block-s", "0.0005", "--json"])  # fmt: skip
+    path.write_text(capsys.readouterr().out)
+    assert code == 0
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    spec = importlib.util.spec_from_file_location(
+        "summarize", os.path.join(root, "benchmarks", "summarize.py")
+    )
+    summarize = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(summarize)
+    summarize.main([str(path), str(path)])  # the same run twice: two rows
+    out = capsys.readouterr().out
+    assert "#### 2x3x5 float32" in out and "### Summary" in out
+    rows = [line for line in out.splitlines() if line.startswith("| 2x3x5 |")]
+    assert len(rows) == 1 and rows[0].count("|") == 8  # 7 columns, none missing
+    assert sum(line.startswith(("| 1 |", "| 2 |")) for line in out.splitlines()) == 2
+
+
 def test_cli_prints_a_table(capsys):
     assert (
         cli(["--sizes", "2x3x5", "--methods", "bmm", "--rounds", "2", "--min-block-s", "0.0005"])
