@@ -13,7 +13,8 @@ sums in L1, threads taking units of work as they come free.
 - Build: ``cc -O3 -march=native -std=c99 -fopenmp -shared -fPIC`` (``$CC`` if set, else cc, gcc or clang),
   about 0.2 s, once per machine: the library is cached under ``$ATTNVIZ_CACHE_DIR`` or
   ``~/.cache/attnviz``, named by a hash of the source, the flags, the compiler's version and the
-  CPU, so a changed source or a different CPU builds afresh. Written to a temporary name and
+  CPU, so a changed source or a different CPU builds afresh. Where that folder cannot be
+  written, the build goes to a private temporary folder for the process instead. Written to a temporary name and
   renamed, so processes that build at once don't see half a file.
 - Fallback: no compiler, no OpenMP (Apple's clang), a failed build, Windows or
   ``ATTNVIZ_NATIVE=0`` -> ``build()`` reports why and "fused" takes the embedding-bag path
@@ -32,6 +33,7 @@ No user text is ever compiled: the source is this package's own file.
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import hashlib
 import math
@@ -85,6 +87,22 @@ def cache_dir() -> Path:
     return Path(base) / "attnviz"
 
 
+def _writable_cache() -> Path:
+    """``cache_dir()`` when it can be created and written; otherwise (a server running as a user
+    without a home, say) a fresh private folder for this process: built anew each time, but never
+    a shared /tmp path that another user could fill first."""
+    folder = cache_dir()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        if os.access(folder, os.W_OK | os.X_OK):
+            return folder
+    except OSError:
+        pass
+    private = tempfile.mkdtemp(prefix="attnviz-kernel-")
+    atexit.register(shutil.rmtree, private, ignore_errors=True)  # a loaded library stays mapped
+    return Path(private)
+
+
 def find_compiler() -> list[str] | None:
     """The C compiler command: ``$CC`` (split like a shell would), else cc, gcc or clang on PATH."""
     if os.environ.get("CC"):
@@ -122,8 +140,10 @@ def _first_line(cmd: list[str]) -> str:
 
 def _compile(cc: list[str], flags: tuple[str, ...], dest: Path) -> str:
     """Compile SOURCE to ``dest`` atomically; '' on success, else the compiler's complaint."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=dest.stem + ".", suffix=".tmp", dir=dest.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=dest.stem + ".", suffix=".tmp", dir=dest.parent)
+    except OSError as e:
+        return f"cannot write to {dest.parent}: {e}"
     os.close(fd)
     try:
         done = subprocess.run(
@@ -181,7 +201,7 @@ def _build_once() -> tuple[Build, ctypes.CDLL | None]:
     except (OSError, RuntimeError) as e:
         return Build(False, f"the C compiler does not answer: {e}"), None
     suffix = ".dylib" if sys.platform == "darwin" else ".so"
-    path = cache_dir() / f"weighted_rows-{key}{suffix}"
+    path = _writable_cache() / f"weighted_rows-{key}{suffix}"
     compile_s = None
     used = FLAGS + NATIVE_FLAGS
     if not path.exists():

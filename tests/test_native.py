@@ -245,6 +245,15 @@ def test_processes_building_at_once_all_get_a_working_kernel(tmp_path):
     assert len(list(tmp_path.iterdir())) == 1  # one library, renamed into place whole
 
 
+@needs_kernel
+def test_an_unwritable_cache_builds_in_a_private_folder(tmp_path):
+    blocker = tmp_path / "a file"
+    blocker.write_text("not a folder")
+    out = run_build(blocker / "cache")  # cannot be created: its parent is a file
+    assert out["ok"] and out["compiled"] and out["correct"]
+    assert out["path"] == "C row-sum kernel"
+
+
 @pytest.mark.parametrize(
     ("env", "reason"),
     [
