@@ -10,12 +10,12 @@ only with its own spinning threads, which then slowed every torch call after it.
 ``csrc/weighted_rows.c`` is the same streaming row sum with four rows per step and the running
 sums in L1, threads taking units of work as they come free.
 
-- Build: ``cc -O3 -march=native -std=c99 -fopenmp -shared -fPIC`` (``$CC`` if set, else cc, gcc or clang),
-  about 0.2 s, once per machine: the library is cached under ``$ATTNVIZ_CACHE_DIR`` or
+- Build: ``cc -O3 -march=native -std=c99 -fopenmp -shared -fPIC`` (``$CC`` if set, else cc, gcc
+  or clang), about 0.2 s, once per machine: the library is cached under ``$ATTNVIZ_CACHE_DIR`` or
   ``~/.cache/attnviz``, named by a hash of the source, the flags, the compiler's version and the
-  CPU, so a changed source or a different CPU builds afresh. Where that folder cannot be
-  written, the build goes to a private temporary folder for the process instead. Written to a temporary name and
-  renamed, so processes that build at once don't see half a file.
+  CPU, so a changed source or a different CPU builds afresh. It is written to a temporary name
+  and renamed, so processes that build at once never load half a file. Where the cache folder
+  cannot be written, the build goes to a private temporary folder for the process instead.
 - Fallback: no compiler, no OpenMP (Apple's clang), a failed build, Windows or
   ``ATTNVIZ_NATIVE=0`` -> ``build()`` reports why and "fused" takes the embedding-bag path
   instead (``attnviz.fused``).
@@ -25,7 +25,7 @@ sums in L1, threads taking units of work as they come free.
   and the loader then reuses it for this library, so the kernel runs on PyTorch's own (warm)
   OpenMP threads rather than starting a second set that would compete with them. (Python
   threads were tried first: PyTorch's OpenMP threads keep spinning for a while after each torch
-  call and took their cores, costing 10-20%.) ctypes releases the GIL during the call.
+  call and took their cores, costing up to 20%.) ctypes releases the GIL during the call.
 - Only float32, contiguous CPU tensors and no autograd: everything else goes elsewhere.
 
 No user text is ever compiled: the source is this package's own file.
@@ -74,7 +74,7 @@ class Build:
     """The outcome of building the kernel: ``ok`` and, either way, a sentence for people."""
 
     ok: bool
-    detail: str  # "gcc 12.2.0, -O3 -march=native" or why there is no kernel
+    detail: str  # the compiler's version, its path and the flags, or why there is no kernel
     path: Path | None = None
     compile_s: float | None = None  # None when the cached library was loaded
 
