@@ -271,22 +271,21 @@ except NotImplementedError:
 # CPU about thirty lines of C (`attnviz/csrc/weighted_rows.c`, compiled the first time it is
 # needed) that stream the rows of x past running sums kept in the L1 cache, at the speed of a
 # plain read (without a C compiler, PyTorch's embedding-bag kernel does the same row sum a little
-# slower); elsewhere a batched matrix product. `method="auto"` picks the fastest path for the
-# device and size.
+# slower). Small CPU inputs, where a single call is quicker, and other devices get a batched
+# matrix product. `method="auto"` picks the fastest path for the device and size.
 
 # %%
 for dev in ["cpu", "cuda"]:  # what auto would pick there, whether or not this machine has one
-    for size in [(2, 3, 5), (48, 512, 1024)]:
+    for size in [(2, 3, 5), (8, 64, 128), (48, 512, 1024)]:
         chosen = attnviz.fused.choose_method(dev, size, torch.float32)
-        print(f"auto on {dev:<4} at {size}: {chosen}")
+        print(f"auto on {dev:<4} at {str(size):<16}: {chosen}")
 
 # %%
-fx, fw = bench.make_inputs((8, 64, 96), seed=3)
-same = torch.allclose(
-    attnviz.weighted_sum(fx, fw, method="fused"), attnviz.reference(fx, fw).float(), atol=1e-5
-)
-print("fused agrees with the float64 reference:", same)
-print("fused ran as:", attnviz.fused.fused_path(fx, fw))
+for size in [(8, 64, 96), (8, 256, 192)]:  # below and above the size where the kernel pays off
+    fx, fw = bench.make_inputs(size, seed=3)
+    fused_out = attnviz.weighted_sum(fx, fw, method="fused")
+    same = torch.allclose(fused_out, attnviz.reference(fx, fw).float(), atol=1e-5)
+    print(f"{size}: fused ran as {attnviz.fused.fused_path(fx, fw)!r}; matches float64: {same}")
 
 # %% [markdown]
 # ## Summary
