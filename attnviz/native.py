@@ -246,16 +246,22 @@ def available() -> bool:
     return build().ok
 
 
+def _readable(x: Tensor, w: Tensor) -> bool:
+    """What the kernel can read safely: float32 CPU tensors, x (B, T, H) contiguous, w (B, T)."""
+    return (
+        x.device.type == w.device.type == "cpu"
+        and x.dtype == w.dtype == torch.float32
+        and x.dim() == 3
+        and x.is_contiguous()
+        and w.shape == x.shape[:2]
+    )
+
+
 def usable(x: Tensor, w: Tensor) -> bool:
     """True when ``weighted_rows(x, w)`` applies: float32 contiguous CPU tensors, no autograd,
     and the kernel built (the first call builds it)."""
     return (
-        x.device.type == "cpu"
-        and x.dtype == torch.float32
-        and w.dtype == torch.float32
-        and w.device.type == "cpu"
-        and x.dim() == 3
-        and x.is_contiguous()
+        _readable(x, w)
         and not (torch.is_grad_enabled() and (x.requires_grad or w.requires_grad))
         and available()
     )
@@ -292,13 +298,7 @@ def weighted_rows(x: Tensor, w: Tensor, *, threads: int | None = None) -> Tensor
     built (``build().detail`` says why); check ``usable`` first.
     """
     # the kernel trusts its pointers: check what it will read (O(1), shapes and types only)
-    if not (
-        x.device.type == w.device.type == "cpu"
-        and x.dtype == w.dtype == torch.float32
-        and x.dim() == 3
-        and x.is_contiguous()
-        and w.shape == x.shape[:2]
-    ):
+    if not _readable(x, w):
         raise AttnvizError(
             f"weighted_rows needs float32 CPU tensors, x (B, T, H) contiguous and w (B, T); got "
             f"x {tuple(x.shape)} {x.dtype} on {x.device} and w {tuple(w.shape)} {w.dtype} on "
