@@ -86,9 +86,14 @@ def random_example(b: int = 2, t: int = 3, h: int = 5, *, seed: int = 0) -> tupl
     return net_output, att_scores
 
 
+def _words(b: int, t: int, h: int, seed: int) -> Tensor:
+    """The classic net_output at 2x3x5, seeded random values at any other shape: (B, T, H)."""
+    return classic()[0] if (b, t, h) == (2, 3, 5) else random_example(b, t, h, seed=seed)[0]
+
+
 def uniform(b: int = 2, t: int = 3, h: int = 5, *, seed: int = 0) -> tuple[Tensor, Tensor]:
     """Equal weights 1/T: the weighted sum becomes mean pooling over words."""
-    net_output, _ = random_example(b, t, h, seed=seed) if (b, t, h) != (2, 3, 5) else classic()
+    net_output = _words(b, t, h, seed)  # (B, T, H)
     att_scores = torch.full((b, t), 1.0 / t)  # (B, T)
     return net_output, att_scores
 
@@ -101,7 +106,7 @@ def one_hot(
     word = min(1, t - 1) if word is None else word
     if not 0 <= word < t:
         raise AttnvizError(f"word must be between 0 and T-1 = {t - 1} for shape {(b, t, h)}.")
-    net_output, _ = random_example(b, t, h, seed=seed) if (b, t, h) != (2, 3, 5) else classic()
+    net_output = _words(b, t, h, seed)  # (B, T, H)
     att_scores = torch.zeros(b, t)  # (B, T)
     att_scores[:, word] = 1.0
     return net_output, att_scores
@@ -127,7 +132,7 @@ def padded(b: int = 2, t: int = 3, h: int = 5, *, seed: int = 0) -> tuple[Tensor
     the real words, and mask (B, T) bool.
     """
     _check_size(b, t, h)
-    net_output, _ = random_example(b, t, h, seed=seed) if (b, t, h) != (2, 3, 5) else classic()
+    net_output = _words(b, t, h, seed)  # (B, T, H)
     lengths = torch.tensor([max(t - i, 1) for i in range(b)])  # (B,)
     mask = torch.arange(t)[None, :] < lengths[:, None]  # (B, T)
     net_output = net_output * mask[..., None]  # (B, T, H), padded words zeroed

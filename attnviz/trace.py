@@ -23,40 +23,14 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from attnviz.aggregation import METHODS, check_inputs
+from attnviz.aggregation import METHODS, MethodCheck, check_inputs
 from attnviz.errors import AttnvizError
-
-AXIS_NAMES = ("sentence", "word", "hidden")
+from attnviz.examples import AXIS_NAMES
+from attnviz.tolerance import close as _close
+from attnviz.tolerance import max_abs_diff as _max_abs_diff
 
 #: Outcomes of one axis in ``align_shapes``.
 EQUAL, STRETCHED, CLASH = "equal", "stretched", "clash"
-
-_TOL = {
-    torch.float64: (1e-10, 1e-10),
-    torch.float32: (1e-5, 1e-5),
-    torch.bfloat16: (2e-2, 5e-2),
-    torch.float16: (5e-3, 1e-2),
-}
-
-
-def _tol(dtype: torch.dtype) -> tuple[float, float]:
-    return _TOL.get(dtype, (1e-5, 1e-5))
-
-
-def _close(a: Tensor, b: Tensor) -> bool:
-    """Same shape and equal within the tolerance of the coarser dtype."""
-    if tuple(a.shape) != tuple(b.shape):
-        return False
-    rtol, atol = max(_tol(a.dtype), _tol(b.dtype))
-    a64, b64 = a.detach().to("cpu", torch.float64), b.detach().to("cpu", torch.float64)
-    return bool(torch.allclose(a64, b64, rtol=rtol, atol=atol, equal_nan=True))
-
-
-def _max_abs_diff(a: Tensor, b: Tensor) -> float:
-    if a.numel() == 0:
-        return 0.0
-    a64, b64 = a.detach().to("cpu", torch.float64), b.detach().to("cpu", torch.float64)
-    return float((a64 - b64).abs().max())
 
 
 def _num(v: float) -> str:
@@ -237,17 +211,6 @@ def align_shapes(
 
 
 @dataclass(frozen=True)
-class Check:
-    """A cross-check of the result against another method, e.g. einsum or bmm."""
-
-    method: str
-    code: str
-    value: Tensor
-    max_abs_diff: float
-    ok: bool
-
-
-@dataclass(frozen=True)
 class Step:
     """One step of the broadcast story.
 
@@ -275,7 +238,7 @@ class Step:
     view_of: str | None = None
     new_bytes: int | None = None
     alignment: Alignment | None = None
-    checks: tuple[Check, ...] = ()
+    checks: tuple[MethodCheck, ...] = ()
 
 
 def _check(net_output: object, att_scores: object) -> None:
@@ -467,7 +430,7 @@ def broadcast_steps(net_output: Tensor, att_scores: Tensor) -> list[Step]:
     ):
         other = METHODS[method](x, w)  # (B,H)
         checks.append(
-            Check(method, code, other, _max_abs_diff(summed, other), _close(summed, other))
+            MethodCheck(method, code, other, _max_abs_diff(summed, other), _close(summed, other))
         )
     agree = all(c.ok for c in checks)
     diffs = ", ".join(f"{c.method} {c.max_abs_diff:.1e}" for c in checks)
@@ -971,11 +934,6 @@ class Layout:
     new_bytes: int
     storage_numbers: int
     value: Tensor
-
-    @property
-    def extra_bytes(self) -> int:
-        """The same as new_bytes: bytes this tensor adds to memory."""
-        return self.new_bytes
 
 
 @dataclass(frozen=True)
