@@ -14,8 +14,6 @@ import pickle
 import sys
 from pathlib import Path
 
-import torch
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from attnviz import examples  # noqa: E402

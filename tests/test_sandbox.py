@@ -17,7 +17,6 @@ import attnviz
 from attnviz import AttnvizError
 from attnviz.examples import classic
 from attnviz.sandbox import (
-    DEFAULT_LIMITS,
     ERROR_KINDS,
     ErrorKind,
     Limits,

@@ -190,4 +190,6 @@ def _evaluate(expr: str, variables: Mapping[str, Tensor], limits: Limits, start:
         raise failure
     if isinstance(result, Tensor):
         result = second.result_copy(result)
-    return Trace(expr=expr, result=result, steps=tuple(second.steps))
+    return Trace(
+        expr=expr, result=result, steps=tuple(second.steps), bytes_touched=first.ledger.total
+    )

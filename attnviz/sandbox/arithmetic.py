@@ -144,7 +144,11 @@ class Arithmetic:
                         base = base.value if isinstance(base, ast.Subscript) else base.func.value
                     small_name = self.name_of(small_node, "the other side")
                     big_name = self.name_of(big_node, "the other side")
-                    if isinstance(base, ast.Name) and tuple(self.variables[base.id].shape) == core:
+                    if (
+                        isinstance(base, ast.Name)
+                        and base.id in self.variables  # not the module name torch
+                        and tuple(self.variables[base.id].shape) == core
+                    ):
                         fix = f"{base.id}[..., {', '.join(['None'] * (len(big) - k))}]"
                         return (
                             f" To weight each of the first {k} axes of {big_name} by "

@@ -52,12 +52,14 @@ class Trace:
 
     expr: the text. result: a Tensor with its own compact storage, or a tuple (``x.shape``) or a
     number (``x.ndim``); None in a partial trace. steps: one Node per sub-expression that
-    involves a variable, children first.
+    involves a variable, children first. bytes_touched: bytes of the distinct storages the
+    evaluation touched, as counted against ``Limits.max_bytes`` (views add nothing).
     """
 
     expr: str
     result: Any
     steps: tuple[Node, ...] = field(default_factory=tuple)
+    bytes_touched: int = 0
 
 
 def compact(value: Any) -> Any:
