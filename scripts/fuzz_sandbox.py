@@ -286,6 +286,7 @@ def main(argv: list[str] | None = None) -> int:
     rng = random.Random(args.seed)
     grammar = Grammar(rng, hostile=args.hostile)
     outcomes: Counter[str] = Counter()
+    ellipsis: Counter[str] = Counter()  # outcomes of expressions holding an ellipsis equation
     unexpected: list[tuple[str, str]] = []
     slowest = (0.0, "")
     times: list[float] = []
@@ -319,6 +320,8 @@ def main(argv: list[str] | None = None) -> int:
         elapsed = time.perf_counter() - t0
         times.append(elapsed)
         outcomes[outcome] += 1
+        if "einsum(" in text and any(f'"{eq}"' in text for eq in ELLIPSIS_EQUATIONS):
+            ellipsis[outcome] += 1
         if elapsed > slowest[0]:
             slowest = (elapsed, text)
     for name, value in variables.items():
@@ -328,6 +331,7 @@ def main(argv: list[str] | None = None) -> int:
 
     print(f"expressions: {args.n:,} (seed {args.seed}, hostile share {args.hostile})")
     print("outcomes:", ", ".join(f"{k} {v:,}" for k, v in outcomes.most_common()))
+    print("with an ellipsis einsum:", ", ".join(f"{k} {v:,}" for k, v in ellipsis.most_common()))
     print(f"unexpected: {len(unexpected)}")
     for text, what in unexpected[: args.show]:
         print(f"  {text!r}: {what}")
