@@ -184,7 +184,10 @@ class Grammar:
             eq = self.rng.choice(EQUATIONS + ELLIPSIS_EQUATIONS * 2)
             terms = eq.split("->")[0].count(",") + 1
             k = terms if self.rng.random() < 0.8 else self.rng.choice([1, 2, 3])
-            ops = ", ".join(self.expr(depth + 1) for _ in range(k))
+            simple = self.rng.random() < 0.5  # plain variables: more equations get to run
+            ops = ", ".join(
+                self.rng.choice(VARIABLES[:4]) if simple else self.expr(depth + 1) for _ in range(k)
+            )
             fn = self.rng.choice(["einsum", "torch.einsum"])
             if self.rng.random() < 0.1:
                 return f"{self.rng.choice(['bmm', 'torch.bmm'])}({ops})"

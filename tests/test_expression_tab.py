@@ -182,3 +182,26 @@ def test_the_cached_summary_is_small_for_the_memory_attack():
 
 def test_the_default_expression_agrees_with_the_link_default():
     assert expression.EXPRESSIONS[0] == sections.EXPRESSIONS[0]
+
+
+def test_the_box_offers_the_mask_and_judges_with_softmax_and_mask():
+    x, w = torch.rand(2, 3, 5), torch.rand(2, 3)
+    mask = np.array([[True, True, False], [True, False, True]])
+    expr = (
+        "(net_output * ((att_scores + (mask * 1.0 - 1) * 1e9).softmax(1) * mask)[..., None]).sum(1)"
+    )
+    s = expression.summarise(expr, x.numpy(), w.numpy(), mask, "softmax")
+    assert s["error"] is None and s["verdict"]["outcome"] == "right"
+    s = expression.summarise(
+        "(net_output * att_scores.softmax(1)[..., None]).sum(1)", x.numpy(), w.numpy(), mask,
+        "softmax",
+    )  # fmt: skip
+    assert s["verdict"]["mistake"] == "the mask is missing"
+
+
+def test_a_cache_entry_stays_small_for_the_longest_expression():
+    x, w = examples.classic()
+    expr = " + ".join(["net_output.T.T"] * 26)[: expression.MAX_EXPR_CHARS]
+    s = expression.summarise(expr, x.numpy(), w.numpy(), None, None)
+    assert len(s["rows"]) <= expression.MAX_ROWS + 1
+    assert len(pickle.dumps(s)) < 128 * 1024

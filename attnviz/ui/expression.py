@@ -123,12 +123,14 @@ def _show_verdict(s: dict, expr: str) -> None:
     v = s["verdict"]
     outcome = verdict.Outcome(v["outcome"])
     if outcome is verdict.Outcome.RIGHT:
-        st.success("Right: this is weighted, every number matches.", icon="✅")
+        st.success("Right: this is weighted, every number matches.", icon=":material/check_circle:")
     elif outcome is verdict.Outcome.WRONG_NUMBERS:
         title = "Right shape, wrong numbers"
-        st.error(f"{title}: {v['mistake']}." if v["mistake"] else f"{title}.", icon="❌")
+        st.error(
+            f"{title}: {v['mistake']}." if v["mistake"] else f"{title}.", icon=":material/cancel:"
+        )
     elif outcome is verdict.Outcome.OTHER_SHAPE:
-        st.warning(f"Not weighted's shape {v['expected_shape']}.", icon="📐")
+        st.warning(f"Not weighted's shape {v['expected_shape']}.", icon=":material/straighten:")
     else:
         st.info(f"This is not a tensor; weighted is a tensor of shape {v['expected_shape']}.")
     st.text(v["message"])
