@@ -205,3 +205,9 @@ def test_a_cache_entry_stays_small_for_the_longest_expression():
     s = expression.summarise(expr, x.numpy(), w.numpy(), None, None)
     assert len(s["rows"]) <= expression.MAX_ROWS + 1
     assert len(pickle.dumps(s)) < 128 * 1024
+
+
+def test_the_figure_description_quoting_the_expression_is_plain_text():
+    at = _type(_expr_tab(), "(net_output * att_scores[..., None]).sum(1) * 1")
+    assert any("Heatmap of shape (2, 5)" in t.value for t in at.text)
+    assert not any("Heatmap" in c.value for c in at.caption)

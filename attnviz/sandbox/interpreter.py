@@ -71,6 +71,7 @@ class Interpreter(Arithmetic, Indexing):
         self.ledger = Ledger()  # distinct storages touched, and their bytes
         self.kept_bytes = 0  # bytes of the compact copies the nodes keep
         self.root: ast.AST | None = None  # the whole expression's node: its value is always kept
+        self.result: Tensor | None = None  # the root's compact copy, shared by trace and node
 
     # ---- helpers ----------------------------------------------------------------------------
     def error(self, node: ast.AST, message: str, kind: ErrorKind = ErrorKind.VALUE) -> SandboxError:
@@ -186,9 +187,9 @@ class Interpreter(Arithmetic, Indexing):
 
     def result_copy(self, value: Tensor) -> Tensor:
         """The result in its own storage (made once, shared by the trace and its last node)."""
-        if not hasattr(self, "_result"):
-            self._result = compact(value)
-        return self._result
+        if self.result is None:
+            self.result = compact(value)
+        return self.result
 
     def torch_call(self, node: ast.AST, fn: Any, *args: Any, **kwargs: Any) -> Any:
         try:

@@ -35,6 +35,10 @@ MAX_TEXT = 160  # characters of a step's source or note kept in the cache
 MAX_PREVIEW = 600  # elements of a result drawn (and cached) as a figure
 CACHE_ENTRIES = 32
 CACHE_TTL = 600  # seconds
+PLOT_CONFIG = {
+    "displaylogo": False,
+    "toImageButtonOptions": {"format": "png", "scale": 2, "filename": "attnviz"},
+}
 
 
 def _clip(text: str, n: int = MAX_TEXT) -> str:
@@ -207,6 +211,5 @@ def section(
             highlight=wrong,
             highlight_note="outlined: the cells that differ from weighted" if wrong else None,
         )
-        from attnviz.ui.sections import show_figure  # the shared figure frame
-
-        show_figure(fig, key="pg_fig_expr")
+        st.plotly_chart(fig, key="pg_fig_expr", config=PLOT_CONFIG, width="stretch", theme=None)
+        st.text(figures.description(fig))  # it quotes the expression: plain text, not Markdown
