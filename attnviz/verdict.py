@@ -211,7 +211,8 @@ SHAPES: tuple[tuple[str, str, Callable[[Inputs], Tensor]], ...] = (
 class Verdict:
     """outcome: an Outcome. message: what it means, in plain words. shape: the answer's shape
     (None for a non-tensor). expected_shape: weighted's (B, H). mistake: the known mistake it
-    matches (None if none). wrong: (B, H) bool, the cells that differ (WRONG_NUMBERS only).
+    matches (None if none); matches: every known mistake that gives these numbers on these
+    sizes (e.g. unsqueeze(0) and no new axis broadcast alike), mistake first. wrong: (B, H) bool, the cells that differ (WRONG_NUMBERS only).
     expected: the right answer (B, H), float64. max_abs_diff: largest |answer - expected|."""
 
     outcome: Outcome
@@ -219,6 +220,7 @@ class Verdict:
     shape: tuple[int, ...] | None
     expected_shape: tuple[int, ...]
     mistake: Mistake | None = None
+    matches: tuple[Mistake, ...] = ()
     wrong: Tensor | None = None
     expected: Tensor | None = None
     max_abs_diff: float | None = None
@@ -304,18 +306,22 @@ def judge(
     cells = (
         f"{n_wrong} of {wrong.numel()} cells differ from weighted (largest difference {diff:.3g})"
     )
-    for m in MISTAKES:
-        if m.when(i) and _matches(got, _try(m.run, i)):
-            return Verdict(
-                Outcome.WRONG_NUMBERS,
-                f"right shape {shape}, wrong numbers: {cells}. This is {m.title}: {m.fix}",
-                shape,
-                want,
-                mistake=m,
-                wrong=wrong,
-                expected=expected,
-                max_abs_diff=diff,
-            )
+    found = tuple(m for m in MISTAKES if m.when(i) and _matches(got, _try(m.run, i)))
+    if found:
+        m = found[0]
+        same = "; ".join(f"the same numbers as {o.title} ({o.code})" for o in found[1:])
+        return Verdict(
+            Outcome.WRONG_NUMBERS,
+            f"right shape {shape}, wrong numbers: {cells}. This is {m.title}: {m.fix}"
+            + (f" (On these sizes it gives {same}.)" if same else ""),
+            shape,
+            want,
+            mistake=m,
+            matches=found,
+            wrong=wrong,
+            expected=expected,
+            max_abs_diff=diff,
+        )
     return Verdict(
         Outcome.WRONG_NUMBERS,
         f"right shape {shape}, wrong numbers: {cells}; the marked cells show where.",
