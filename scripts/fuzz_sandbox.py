@@ -52,6 +52,19 @@ EQUATIONS = (
     "a", "", "bth,,bt->bh", "bth,bt-bh", "bth;bt->bh", "BTH,BT->BH", "bth,bt->bh->b", "ab,cd,ef,gh->",
     "abcdefgh,abcdefgh->", "i" * 40,
 )  # fmt: skip
+# Ellipsis equations with one, two and three operands (issue 11: the ... axes of every operand
+# broadcast together, as torch.broadcast_shapes does).
+ELLIPSIS_EQUATIONS = (
+    "...->...", "...->", "...", "...h->...", "b...->b", "...ij->...ji", "i...->...i", "...ii->...i",
+    "...,...->...", "b...,b...->b...", "...h,...->...h", "bt...,bt->b...", "...t,...th->...h",
+    "i...,...->i", "...,...->", "...a,...b->...ab", "...j,j...->...",
+    "...,...,...->...", "b...,b...,b...->b", "...h,...,...->...h", "i...,...j,k...->ijk",
+    "...,...,...", "...a,a...,...->...", "bth,bt,...->bh...",
+)  # fmt: skip
+HOSTILE_SNIPPETS = HOSTILE_SNIPPETS + (
+    "torch.ones(3)", "torch.__dict__", "torch.load('canary')", "torch.nn.functional.relu(net_output)",
+    "torch", "torch.pi", "torch.view(net_output, -1)", "torch.einsum(net_output)",
+)  # fmt: skip
 MUTATION_CHARS = "()[]{}.,:;+-*/@%<>=!~^&|'\"\\ \n\t0123456789_aTxé\0\u0430\uff41\u200b"
 
 
@@ -126,7 +139,7 @@ class Grammar:
             if r() < 0.3:
                 parts.append("keepdim=" + self.rng.choice(["True", "False", "1"]))
             args = ", ".join(parts)
-        elif name == "softmax":
+        elif name in ("softmax", "cumsum"):
             args = self.rng.choice(["", "dim=", "axis="]) + self.dims() if r() < 0.9 else ""
         elif name in ("unsqueeze", "squeeze"):
             args = self.dims() if r() < 0.8 else ""
@@ -148,6 +161,8 @@ class Grammar:
             args += (", " if args else "") + self.rng.choice(
                 ["out=net_output", "dtype=None", "inplace=True", "**{}", "*[1]"]
             )
+        if METHODS[name].functional and r() < 0.25:  # the functional form, torch.sum(x, ...)
+            return f"torch.{name}({recv}{', ' if args else ''}{args})"
         return f"{recv}.{name}({args})"
 
     def atom(self, depth: int) -> str:
@@ -166,10 +181,17 @@ class Grammar:
         if r < 0.8:
             return self.method(depth)
         if r < 0.88:
-            eq = self.rng.choice(EQUATIONS)
-            k = self.rng.choice([1, 2, 2, 2, 3])
-            ops = ", ".join(self.expr(depth + 1) for _ in range(k))
-            return f'einsum("{eq}", {ops})'
+            eq = self.rng.choice(EQUATIONS + ELLIPSIS_EQUATIONS * 2)
+            terms = eq.split("->")[0].count(",") + 1
+            k = terms if self.rng.random() < 0.8 else self.rng.choice([1, 2, 3])
+            simple = self.rng.random() < 0.5  # plain variables: more equations get to run
+            ops = ", ".join(
+                self.rng.choice(VARIABLES[:4]) if simple else self.expr(depth + 1) for _ in range(k)
+            )
+            fn = self.rng.choice(["einsum", "torch.einsum"])
+            if self.rng.random() < 0.1:
+                return f"{self.rng.choice(['bmm', 'torch.bmm'])}({ops})"
+            return f'{fn}("{eq}", {ops})'
         if r < 0.95:
             return f"({self.expr(depth + 1)})"
         return self.number()
@@ -267,6 +289,7 @@ def main(argv: list[str] | None = None) -> int:
     rng = random.Random(args.seed)
     grammar = Grammar(rng, hostile=args.hostile)
     outcomes: Counter[str] = Counter()
+    ellipsis: Counter[str] = Counter()  # outcomes of expressions holding an ellipsis equation
     unexpected: list[tuple[str, str]] = []
     slowest = (0.0, "")
     times: list[float] = []
@@ -300,6 +323,8 @@ def main(argv: list[str] | None = None) -> int:
         elapsed = time.perf_counter() - t0
         times.append(elapsed)
         outcomes[outcome] += 1
+        if "einsum(" in text and any(f'"{eq}"' in text for eq in ELLIPSIS_EQUATIONS):
+            ellipsis[outcome] += 1
         if elapsed > slowest[0]:
             slowest = (elapsed, text)
     for name, value in variables.items():
@@ -309,6 +334,7 @@ def main(argv: list[str] | None = None) -> int:
 
     print(f"expressions: {args.n:,} (seed {args.seed}, hostile share {args.hostile})")
     print("outcomes:", ", ".join(f"{k} {v:,}" for k, v in outcomes.most_common()))
+    print("with an ellipsis einsum:", ", ".join(f"{k} {v:,}" for k, v in ellipsis.most_common()))
     print(f"unexpected: {len(unexpected)}")
     for text, what in unexpected[: args.show]:
         print(f"  {text!r}: {what}")

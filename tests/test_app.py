@@ -307,23 +307,6 @@ def test_link_restores_the_open_tab_and_cell():
     assert "weighted[1, 4]" in _texts(at)
 
 
-def test_link_restores_the_expression_box():
-    at = _app({"tab": "expr", "e": "net_output * att_scores"})
-    assert at.text_input(key="pg_expr").value == "net_output * att_scores"
-    assert "5 meets 3" in _texts(at)
-    assert at.query_params["e"] == "net_output * att_scores"
-
-
-def test_a_tab_remembers_its_controls_while_closed():
-    at = _app({"tab": "expr"})
-    at.text_input(key="pg_expr").input("att_scores.T").run()
-    for label in (dict(TABS)["steps"], dict(TABS)["forms"], dict(TABS)["expr"]):
-        at.session_state["pg_tab"] = label
-        at.run()
-    assert at.text_input(key="pg_expr").value == "att_scores.T"
-    assert "Result: shape (3, 2)" in _texts(at)
-
-
 def test_address_bar_follows_an_edit():
     at = _app()
     _edit(at, editor_key("x", _version(at), 0), {"edited_rows": {0: {"h0": 0.125}}})
@@ -453,13 +436,6 @@ def test_picking_a_mistake_shows_torchs_message():
     assert "must match the size of tensor" in " ".join(c.value for c in at.code)
 
 
-def test_picking_a_form_fills_the_expression_box():
-    at = _app({"tab": "expr"})
-    at.selectbox(key="pg_expr_pick").set_value("att_scores[:, None]").run()
-    assert at.text_input(key="pg_expr").value == "att_scores[:, None]"
-    assert "Result: shape (2, 1, 3)" in _texts(at)
-
-
 def test_gradient_view_switches_part():
     at = _app()
     at.session_state["pg_tab"] = dict(TABS)["grad"]
@@ -478,36 +454,6 @@ def test_expand_vs_repeat_counts_bytes():
     new_bytes = dict(zip(table.index, table["new bytes"], strict=True))
     assert any(v == 0 for k, v in new_bytes.items() if "expand" in k)
     assert any(v == 2 * 3 * 5 * 4 for k, v in new_bytes.items() if "repeat" in k)
-
-
-@pytest.mark.parametrize(
-    ("expr", "says"),
-    [
-        ("(net_output * att_scores[..., None]).sum(axis=1)", "Result: shape (2, 5)"),
-        ("att_scores[..., None]", "Result: shape (2, 3, 1)"),
-        ("net_output * att_scores", "5 meets 3"),
-        ("net_output.__class__", "not allowed"),
-        ("open('/etc/passwd')", "open"),
-        ("net_output ** 10**9", ""),
-        ("(" * 200, ""),
-    ],
-)
-def test_expression_box_traces_or_explains(expr, says):
-    at = _app()
-    at.session_state["pg_tab"] = dict(TABS)["expr"]
-    at.run()
-    at.text_input(key="pg_expr").input(expr).run()
-    assert not at.exception
-    assert says in _texts(at)
-    torch.testing.assert_close(_result(at), _expected(), rtol=1e-4, atol=1e-4)
-
-
-def test_expression_box_shows_every_sub_expression_shape():
-    at = _app()
-    at.session_state["pg_tab"] = dict(TABS)["expr"]
-    at.run()
-    table = next(d.value for d in at.dataframe if "sub-expression" in d.value.columns)
-    assert list(table["shape"]) == ["(2, 3, 5)", "(2, 3)", "(2, 3, 1)", "(2, 3, 5)", "(2, 5)"]
 
 
 def test_share_section_gives_link_snippet_and_downloads():

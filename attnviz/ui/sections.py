@@ -7,8 +7,6 @@ or None, normalize None or "softmax"; the story is told with the weights actuall
 
 from __future__ import annotations
 
-import html
-
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
@@ -16,9 +14,8 @@ import streamlit as st
 import torch
 
 import attnviz
-from attnviz import figures, sandbox, trace
-from attnviz.ui import _controls, export, link
-from attnviz.ui.safe import inert
+from attnviz import figures, trace
+from attnviz.ui import _controls, export, expression, link
 
 TABS: tuple[tuple[str, str], ...] = (
     ("steps", "Step by step"),
@@ -287,89 +284,6 @@ EXPRESSIONS = (
 MAX_EXPR_CHARS = link.MAX_EXPR_CHARS
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
-def _evaluate(expr: str, x: np.ndarray, w: np.ndarray) -> tuple[sandbox.Trace | None, dict | None]:
-    """-> (trace, None) or (None, the error's message, span and partial steps)."""
-    try:
-        return sandbox.evaluate(
-            expr, {"net_output": torch.from_numpy(x), "att_scores": torch.from_numpy(w)}
-        ), None
-    except sandbox.SandboxError as e:
-        return None, {"message": e.message, "span": e.span, "steps": e.trace.steps}
-
-
-def _steps_frame(steps: tuple) -> pd.DataFrame:
-    return pd.DataFrame(
-        [
-            {
-                "sub-expression": s.source,
-                "shape": "" if s.shape is None else str(s.shape),
-                "dtype": "" if s.dtype is None else str(s.dtype).replace("torch.", ""),
-                "what happens": s.note,
-            }
-            for s in steps
-        ]
-    )
-
-
-def _pointer(expr: str, span: tuple[int, int]) -> str:
-    """The expression with a line of ^ under the culprit (single-line text only)."""
-    start, end = span
-    return f"{expr}\n{' ' * start}{'^' * max(end - start, 1)}"
-
-
-def _pick_expression() -> None:
-    st.session_state["pg_expr"] = st.session_state["pg_expr_pick"]
-
-
-def expr_section(x: torch.Tensor, w: torch.Tensor) -> None:
-    """Type any expression over net_output and att_scores: every sub-expression's shape, or where
-    and why the shapes clash. Evaluated by attnviz.sandbox (never eval)."""
-    _controls.remembered("pg_expr", EXPRESSIONS[0])
-    st.selectbox(
-        "Start from a right or a wrong form",
-        EXPRESSIONS,
-        index=None,
-        placeholder="Pick one, or type below",
-        key="pg_expr_pick",
-        on_change=_pick_expression,
-    )
-    expr = st.text_input(
-        f"Expression over net_output {tuple(x.shape)} and att_scores {tuple(w.shape)}",
-        key="pg_expr",
-        max_chars=MAX_EXPR_CHARS,
-        help="Indexing, None and ..., + - * / @, .sum/.mean/.softmax/.unsqueeze/.expand and other "
-        "pure tensor methods, einsum(...). Nothing else runs.",
-    )
-    _controls.remember("pg_expr")
-    if not expr.strip():
-        st.info("Type an expression, e.g. `(net_output * att_scores[..., None]).sum(axis=1)`.")
-        return
-    trace_, err = _evaluate(expr[:MAX_EXPR_CHARS], _np(x), _np(w))
-    if err is not None:
-        if err["span"] is not None and "\n" not in expr:
-            st.code(_pointer(expr, err["span"]), language=None)
-        st.error(inert(err["message"]), icon="⚠️")
-        if err["steps"]:
-            st.caption("What was evaluated before that:")
-            st.dataframe(_steps_frame(err["steps"]), width="stretch", hide_index=True)
-        return
-    result = trace_.result
-    if isinstance(result, torch.Tensor):
-        st.success(
-            f"Result: shape {tuple(result.shape)}, {str(result.dtype).replace('torch.', '')}"
-        )
-    else:
-        st.success(f"Result: {result!r}")
-    st.dataframe(_steps_frame(trace_.steps), width="stretch", hide_index=True)
-    if isinstance(result, torch.Tensor) and 1 <= result.ndim <= 3 and result.numel() <= 600:
-        names = tuple(f"axis {i}" for i in range(result.ndim))
-        fig = figures.tensor_figure(
-            result, title=html.escape(expr[:60]), axis_names=names, name="expression"
-        )
-        show_figure(fig, key="pg_fig_expr")
-
-
 def render(
     key: str, x: torch.Tensor, w: torch.Tensor, mask: torch.Tensor | None, normalize: str | None
 ) -> None:
@@ -377,7 +291,7 @@ def render(
     if key == "share":
         return  # drawn by the page once the link is known
     if key == "expr":
-        expr_section(x, w)
+        expression.section(x, w, mask, normalize)
         return
     applied = _applied(w, mask, normalize)
     xa, wa = _np(x), _np(applied).astype(np.float32)

@@ -1,0 +1,215 @@
+"""The Playground's "Your expression" tab: type any expression, see every sub-expression's shape,
+and a verdict: is it the example's ``weighted``, and if not, what went wrong.
+
+Evaluated by ``attnviz.sandbox`` (never eval) and judged by ``attnviz.verdict``. The cache holds
+only what the page shows (texts, shapes, a small preview, the wrong cells), never a tensor, with
+bounded entries, a bounded size per entry and a time to live. Visitor text is shown only through
+st.code / st.text, never as Markdown.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+import torch
+
+from attnviz import figures, sandbox, verdict
+from attnviz.ui import _controls, link
+
+EXPRESSIONS = (
+    "(net_output * att_scores[..., None]).sum(axis=1)",
+    'torch.einsum("bth,bt->bh", net_output, att_scores)',
+    "torch.bmm(att_scores[:, None, :], net_output)[:, 0, :]",
+    "net_output * att_scores",
+    "att_scores[..., None]",
+    "att_scores[:, None]",
+    "(net_output * att_scores[:, None, :]).sum(1)",
+    "(net_output * att_scores[..., None]).mean(1)",
+    "(net_output * att_scores[..., None]).sum(axis=0)",
+    "att_scores[:, None, :] @ net_output",
+)
+MAX_EXPR_CHARS = link.MAX_EXPR_CHARS
+MAX_ROWS = 80  # steps shown (and cached) per expression
+MAX_TEXT = 160  # characters of a step's source or note kept in the cache
+MAX_PREVIEW = 600  # elements of a result drawn (and cached) as a figure
+CACHE_ENTRIES = 32
+CACHE_TTL = 600  # seconds
+PLOT_CONFIG = {
+    "displaylogo": False,
+    "toImageButtonOptions": {"format": "png", "scale": 2, "filename": "attnviz"},
+}
+
+
+def _clip(text: str, n: int = MAX_TEXT) -> str:
+    return text if len(text) <= n else text[: n - 4] + " ..."
+
+
+def _rows(steps: tuple) -> list[dict[str, str]]:
+    rows = [
+        {
+            "sub-expression": _clip(s.source),
+            "shape": "" if s.shape is None else str(s.shape),
+            "dtype": "" if s.dtype is None else str(s.dtype).replace("torch.", ""),
+            "what happens": _clip(s.note),
+        }
+        for s in steps[:MAX_ROWS]
+    ]
+    if len(steps) > MAX_ROWS:
+        rows.append({"sub-expression": f"... and {len(steps) - MAX_ROWS} more", "shape": "",
+                     "dtype": "", "what happens": ""})  # fmt: skip
+    return rows
+
+
+def summarise(
+    expr: str, x: np.ndarray, w: np.ndarray, mask: np.ndarray | None, normalize: str | None
+) -> dict:
+    """Evaluate and judge expr on the example -> what the page shows, as plain small values.
+
+    x (B, T, H), w raw scores (B, T), mask (B, T) bool or None, normalize None or "softmax".
+    Keys: expr; error (None, or {message, kind, span}); rows (the steps table); result (None,
+    or {shape, dtype, text}); preview (None, or the result as nested lists, at most MAX_PREVIEW
+    numbers); verdict (None, or {outcome, message, mistake, wrong}: wrong lists (b, h) cells).
+    """
+    variables = {"net_output": torch.from_numpy(x), "att_scores": torch.from_numpy(w)}
+    if mask is not None:
+        variables["mask"] = torch.from_numpy(mask)
+    out: dict = {"expr": expr, "error": None, "rows": [], "result": None, "preview": None,
+                 "verdict": None}  # fmt: skip
+    try:
+        tr = sandbox.evaluate(expr, variables)
+    except sandbox.SandboxError as e:
+        out["error"] = {"message": e.message, "kind": e.kind.value, "span": e.span}
+        out["rows"] = _rows(e.trace.steps)
+        return out
+    out["rows"] = _rows(tr.steps)
+    result = tr.result
+    if isinstance(result, torch.Tensor):
+        out["result"] = {
+            "shape": tuple(result.shape),
+            "dtype": str(result.dtype).replace("torch.", ""),
+            "text": "",
+        }
+        if 1 <= result.ndim <= 3 and result.numel() <= MAX_PREVIEW:
+            out["preview"] = result.detach().to(torch.float64).tolist()
+    else:
+        out["result"] = {"shape": None, "dtype": None, "text": _clip(repr(result))}
+    m = None if mask is None else variables["mask"]
+    v = verdict.judge(
+        result, variables["net_output"], variables["att_scores"], mask=m, normalize=normalize
+    )
+    wrong = [] if v.wrong is None else [tuple(ix) for ix in v.wrong.nonzero().tolist()]
+    out["verdict"] = {
+        "outcome": v.outcome.value,
+        "message": v.message,
+        "mistake": None if v.mistake is None else v.mistake.title,
+        "wrong": wrong,
+        "expected_shape": v.expected_shape,
+    }
+    return out
+
+
+@st.cache_data(max_entries=CACHE_ENTRIES, ttl=CACHE_TTL, show_spinner=False)
+def _summary(
+    expr: str, x: np.ndarray, w: np.ndarray, mask: np.ndarray | None, normalize: str | None
+) -> dict:
+    return summarise(expr, x, w, mask, normalize)
+
+
+def _pick_expression() -> None:
+    """The pick list's value is used only if it is one of the options (a tampered value is not)."""
+    picked = st.session_state.get("pg_expr_pick")
+    if isinstance(picked, str) and picked in EXPRESSIONS:
+        st.session_state["pg_expr"] = picked
+
+
+def _show_verdict(s: dict, expr: str) -> None:
+    v = s["verdict"]
+    outcome = verdict.Outcome(v["outcome"])
+    if outcome is verdict.Outcome.RIGHT:
+        st.success("Right: this is weighted, every number matches.", icon=":material/check_circle:")
+    elif outcome is verdict.Outcome.WRONG_NUMBERS:
+        title = "Right shape, wrong numbers"
+        st.error(
+            f"{title}: {v['mistake']}." if v["mistake"] else f"{title}.", icon=":material/cancel:"
+        )
+    elif outcome is verdict.Outcome.OTHER_SHAPE:
+        st.warning(f"Not weighted's shape {v['expected_shape']}.", icon=":material/straighten:")
+    else:
+        st.info(f"This is not a tensor; weighted is a tensor of shape {v['expected_shape']}.")
+    st.text(v["message"])
+
+
+def section(
+    x: torch.Tensor, w: torch.Tensor, mask: torch.Tensor | None, normalize: str | None
+) -> None:
+    """Type any expression over net_output and att_scores (and mask): every sub-expression's
+    shape, where and why shapes clash, and whether the result is the example's weighted."""
+    ss = st.session_state
+    _controls.remembered("pg_expr", EXPRESSIONS[0])
+    if not isinstance(ss.get("pg_expr"), str) or len(ss["pg_expr"]) > MAX_EXPR_CHARS:
+        ss["pg_expr"] = str(ss.get("pg_expr") or "")[:MAX_EXPR_CHARS]
+    if "pg_expr_pick" in ss and ss["pg_expr_pick"] not in (None, *EXPRESSIONS):
+        ss["pg_expr_pick"] = None  # a tampered pick never reaches the widget
+    st.selectbox(
+        "Start from a right or a wrong form",
+        EXPRESSIONS,
+        index=None,
+        placeholder="Pick one, or type below",
+        key="pg_expr_pick",
+        on_change=_pick_expression,
+    )
+    names = f"net_output {tuple(x.shape)} and att_scores {tuple(w.shape)}"
+    if mask is not None:
+        names += f" and mask {tuple(mask.shape)}"
+    expr = st.text_input(
+        f"Expression over {names}",
+        key="pg_expr",
+        max_chars=MAX_EXPR_CHARS,
+        help="Indexing, None and ..., + - * / @, .sum/.mean/.softmax/.unsqueeze/.expand and other "
+        "pure tensor methods, einsum(...), torch.einsum/torch.bmm/torch.sum(...). Nothing else "
+        "runs.",
+    )
+    _controls.remember("pg_expr")
+    expr = str(expr or "")[:MAX_EXPR_CHARS]
+    what = "weighted_sum(net_output, att_scores"
+    what += ", mask=mask" if mask is not None else ""
+    what += ', normalize="softmax"' if normalize == "softmax" else ""
+    st.caption(f"Judged against {what}) -> (B, H), in float64.")
+    if not expr.strip():
+        st.info("Type an expression, for example the first one in the pick list above.")
+        return
+    xn = x.detach().numpy()
+    wn = w.detach().numpy()
+    mn = None if mask is None else mask.detach().numpy()
+    s = _summary(expr, xn, wn, mn, normalize)
+    err = s["error"]
+    if err is not None:
+        if err["span"] is not None and "\n" not in expr:
+            st.code(sandbox.pointer(expr, tuple(err["span"])), language=None)
+        st.error("This expression cannot be evaluated:", icon="⚠️")
+        st.code(err["message"], language=None, wrap_lines=True)
+        if s["rows"]:
+            st.caption("What was evaluated before that:")
+            st.dataframe(pd.DataFrame(s["rows"]), width="stretch", hide_index=True)
+        return
+    res = s["result"]
+    if res["shape"] is not None:
+        st.code(f"Result: shape {res['shape']}, {res['dtype']}", language=None)
+    else:
+        st.code(f"Result: {res['text']}", language=None)
+    _show_verdict(s, expr)
+    st.dataframe(pd.DataFrame(s["rows"]), width="stretch", hide_index=True)
+    if s["preview"] is not None:
+        value = np.asarray(s["preview"], dtype=np.float64)
+        wrong = s["verdict"]["wrong"]
+        fig = figures.tensor_figure(
+            value,
+            title=expr[:60],
+            axis_names=tuple(f"axis {i}" for i in range(value.ndim)),
+            name="expression",
+            highlight=wrong,
+            highlight_note="outlined: the cells that differ from weighted" if wrong else None,
+        )
+        st.plotly_chart(fig, key="pg_fig_expr", config=PLOT_CONFIG, width="stretch", theme=None)
+        st.text(figures.description(fig))  # it quotes the expression: plain text, not Markdown

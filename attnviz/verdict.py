@@ -1,0 +1,333 @@
+"""Judge an answer: is this tensor the current example's ``weighted``, and if not, which mistake?
+
+    v = judge(result, net_output, att_scores, mask=None, normalize=None)
+    v.outcome            # Outcome.RIGHT / WRONG_NUMBERS / OTHER_SHAPE / NOT_A_TENSOR
+    v.mistake            # the known mistake it matches, or None
+    v.wrong              # (B, H) bool: the cells that differ from the right answer
+
+The right answer is the float64 reference ``weighted_sum(..., mask, normalize)``; every comparison
+goes through ``attnviz.tolerance``, the table the checkers use. A mistake is recognised by running
+each known wrong form on the same inputs and comparing numbers, never by reading the text: the
+T == H trap (``att_scores[:, None, :]``), a mean instead of a sum, the wrong axis, softmax over
+the wrong axis, a missing softmax or mask, a transposed result...
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from attnviz import tolerance
+from attnviz.aggregation import attention_weights, weighted_sum
+
+__all__ = ["MISTAKES", "Mistake", "Outcome", "Verdict", "judge"]
+
+RIGHT_CODE = "(net_output * att_scores[..., None]).sum(axis=1)"
+EQUIVALENT = (
+    'torch.einsum("bth,bt->bh", net_output, att_scores)',
+    "torch.bmm(att_scores[:, None, :], net_output)[:, 0, :]",
+)
+
+
+class Outcome(enum.Enum):
+    """What the answer is, compared with weighted (B, H)."""
+
+    RIGHT = "right"
+    WRONG_NUMBERS = "right shape, wrong numbers"
+    OTHER_SHAPE = "other shape"
+    NOT_A_TENSOR = "not a tensor"
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """The example in float64: x (B, T, H), s raw scores (B, T), a the weights applied (B, T)."""
+
+    x: Tensor
+    s: Tensor
+    a: Tensor
+    mask: Tensor | None
+    normalize: str | None
+
+
+@dataclass(frozen=True)
+class Mistake:
+    """A known wrong form. key: stable id. title: its name. code: how it is usually written.
+    fix: what to write instead. run: the form on the example (may raise: then it cannot match).
+    when: whether it is a mistake at all for this example (a missing softmax needs a softmax)."""
+
+    key: str
+    title: str
+    code: str
+    fix: str
+    run: Callable[[Inputs], Tensor]
+    when: Callable[[Inputs], bool] = lambda i: True
+
+
+def _softmax_over(i: Inputs, d: int) -> Tensor:
+    s = i.s if i.mask is None else i.s.masked_fill(~i.mask, float("-inf"))
+    w = s.softmax(dim=d)  # (B,T)
+    return w if i.mask is None else torch.where(i.mask, w, torch.zeros((), dtype=w.dtype))
+
+
+def _prod(i: Inputs) -> Tensor:
+    return i.x * i.a[..., None]  # (B,T,H)
+
+
+MISTAKES: tuple[Mistake, ...] = (
+    Mistake(
+        "middle_axis",
+        "the T == H trap: the new axis in the middle",
+        "(net_output * att_scores[:, None, :]).sum(1)",
+        "[:, None, :] makes (B, 1, T), so word k's weight multiplies hidden feature k; it only runs "
+        "because T == H. Put the new axis last: att_scores[..., None] -> (B, T, 1).",
+        lambda i: (i.x * i.a[:, None, :]).sum(dim=1),
+    ),
+    Mistake(
+        "no_new_axis",
+        "forgot the new axis",
+        "(net_output * att_scores).sum(1)",
+        "(B, T) lines up with the last two axes (T, H) of net_output, not (B, T). Add a trailing "
+        "axis: att_scores[..., None].",
+        lambda i: (i.x * i.a).sum(dim=1),
+    ),
+    Mistake(
+        "unsqueeze_front",
+        "unsqueeze at the front",
+        "(net_output * att_scores.unsqueeze(0)).sum(1)",
+        "unsqueeze(0) makes (1, B, T); the new axis belongs at the end: unsqueeze(-1).",
+        lambda i: (i.x * i.a.unsqueeze(0)).sum(dim=1),
+    ),
+    Mistake(
+        "mean",
+        "a mean instead of a sum",
+        "(net_output * att_scores[..., None]).mean(1)",
+        "the weights already say how much each word counts; .mean(1) divides by T once more. "
+        "Use .sum(axis=1).",
+        lambda i: _prod(i).mean(dim=1),
+    ),
+    Mistake(
+        "sum_hidden",
+        "summed over the hidden axis",
+        "(net_output * att_scores[..., None]).sum(2)",
+        "axis 2 is the hidden axis: this adds each word's features and gives (B, T); it has the "
+        "shape of (B, H) only because T == H. Sum over the words: axis=1.",
+        lambda i: _prod(i).sum(dim=2),
+    ),
+    Mistake(
+        "sum_sentences",
+        "summed over the sentences",
+        "(net_output * att_scores[..., None]).sum(0)",
+        "axis 0 is the sentence axis: this gives (T, H), which looks like (B, H) only because "
+        "T == B. Sum over the words: axis=1.",
+        lambda i: _prod(i).sum(dim=0),
+    ),
+    Mistake(
+        "transposed",
+        "the result transposed",
+        "(...).sum(1).T",
+        "the numbers are right but laid out (H, B); weighted is (B, H): drop the transpose.",
+        lambda i: weighted_sum(i.x, i.s, mask=i.mask, normalize=i.normalize).T,
+    ),
+    Mistake(
+        "softmax_wrong_axis",
+        "softmax over the wrong axis",
+        "att_scores.softmax(dim=0)",
+        "softmax(dim=0) normalises each word across the sentences; a sentence's weights must "
+        "sum to 1 over its words: softmax(dim=1).",
+        lambda i: (i.x * _softmax_over(i, 0)[..., None]).sum(dim=1),
+    ),
+    Mistake(
+        "missing_softmax",
+        "the softmax is missing",
+        "(net_output * att_scores[..., None]).sum(1)",
+        "this example normalises the scores first: use att_scores.softmax(dim=1) as the weights.",
+        lambda i: weighted_sum(i.x, i.s, mask=i.mask, normalize=None),
+        lambda i: i.normalize == "softmax",
+    ),
+    Mistake(
+        "extra_softmax",
+        "a softmax this example does not use",
+        "att_scores.softmax(dim=1)",
+        "this example weights by the raw att_scores (normalize is off): drop the softmax.",
+        lambda i: weighted_sum(i.x, i.s, mask=i.mask, normalize="softmax"),
+        lambda i: i.normalize is None,
+    ),
+    Mistake(
+        "missing_mask",
+        "the mask is missing",
+        "(net_output * att_scores[..., None]).sum(1)",
+        "masked words (mask False) must get weight 0: multiply the weights by mask (and, with a "
+        "softmax, mask the scores before it).",
+        lambda i: weighted_sum(i.x, i.s, mask=None, normalize=i.normalize),
+        lambda i: i.mask is not None,
+    ),
+    Mistake(
+        "mask_after_softmax",
+        "masked after the softmax, not before",
+        "(att_scores.softmax(1) * mask)",
+        "masking after the softmax leaves weights that no longer sum to 1: mask the scores "
+        "before the softmax (a masked score becomes -inf, its weight 0).",
+        lambda i: (i.x * (i.s.softmax(dim=1) * i.mask)[..., None]).sum(dim=1),
+        lambda i: i.mask is not None and i.normalize == "softmax",
+    ),
+)
+"""The known wrong forms, each run on the example to recognise an answer by its numbers."""
+
+_BY_KEY = {m.key: m for m in MISTAKES}
+
+# Other shapes with a name: (key, how it reads, run) -> recognised when the numbers match too.
+SHAPES: tuple[tuple[str, str, Callable[[Inputs], Tensor]], ...] = (
+    ("product", "the product before the sum over the words (B, T, H): add .sum(axis=1)", _prod),
+    (
+        "keepdim",
+        "the right numbers with the word axis kept as size 1 (B, 1, H): drop keepdim=True",
+        lambda i: _prod(i).sum(dim=1, keepdim=True),
+    ),
+    (
+        "transposed",
+        "the right numbers transposed (H, B): drop the transpose",
+        _BY_KEY["transposed"].run,
+    ),
+    (
+        "sum_sentences",
+        "summed over the sentences (T, H): sum over axis=1",
+        _BY_KEY["sum_sentences"].run,
+    ),
+    (
+        "sum_hidden",
+        "summed over the hidden axis (B, T): sum over axis=1",
+        _BY_KEY["sum_hidden"].run,
+    ),
+    ("weights", "the weights (B, T), not the weighted sum: multiply and sum", lambda i: i.a),
+)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """outcome: an Outcome. message: what it means, in plain words. shape: the answer's shape
+    (None for a non-tensor). expected_shape: weighted's (B, H). mistake: the known mistake it
+    matches (None if none); matches: every known mistake that gives these numbers on these
+    sizes (e.g. unsqueeze(0) and no new axis broadcast alike), mistake first. wrong: (B, H) bool, the cells that differ (WRONG_NUMBERS only).
+    expected: the right answer (B, H), float64. max_abs_diff: largest |answer - expected|."""
+
+    outcome: Outcome
+    message: str
+    shape: tuple[int, ...] | None
+    expected_shape: tuple[int, ...]
+    mistake: Mistake | None = None
+    matches: tuple[Mistake, ...] = ()
+    wrong: Tensor | None = None
+    expected: Tensor | None = None
+    max_abs_diff: float | None = None
+
+    @property
+    def right(self) -> bool:
+        return self.outcome is Outcome.RIGHT
+
+
+def _inputs(net_output: Tensor, att_scores: Tensor, mask: Tensor | None, normalize: str | None):
+    x = net_output.detach().to("cpu", torch.float64)  # (B,T,H)
+    s = att_scores.detach().to("cpu", torch.float64)  # (B,T)
+    m = None if mask is None else mask.detach().to("cpu", torch.bool)  # (B,T)
+    return Inputs(x, s, attention_weights(s, mask=m, normalize=normalize), m, normalize)
+
+
+def _try(run: Callable[[Inputs], Tensor], i: Inputs) -> Tensor | None:
+    try:
+        return run(i)
+    except RuntimeError:  # the form does not run on these sizes: it cannot be the answer
+        return None
+
+
+def _matches(got: Tensor, want: Tensor | None) -> bool:
+    return want is not None and tolerance.close(got, want)
+
+
+def judge(
+    result: Any,
+    net_output: Tensor,
+    att_scores: Tensor,
+    *,
+    mask: Tensor | None = None,
+    normalize: str | None = None,
+) -> Verdict:
+    """result: the answer (any value) -> a Verdict against weighted_sum(net_output (B, T, H),
+    att_scores (B, T), mask (B, T) or None, normalize None or "softmax") -> (B, H)."""
+    i = _inputs(net_output, att_scores, mask, normalize)
+    expected = weighted_sum(i.x, i.s, mask=i.mask, normalize=normalize)  # (B,H) float64
+    want = tuple(expected.shape)
+    b, t, h = (int(n) for n in i.x.shape)
+    if not isinstance(result, Tensor):
+        return Verdict(
+            Outcome.NOT_A_TENSOR,
+            f"the answer is not a tensor; weighted is a tensor of shape (B, H) = {want}.",
+            None,
+            want,
+            expected=expected,
+        )
+    got = result.detach().to("cpu")
+    shape = tuple(got.shape)
+    if shape != want:
+        words = f"your result has shape {shape}; weighted has shape (B, H) = {want}."
+        for _, meaning, run in SHAPES:
+            if _matches(got, _try(run, i)):
+                return Verdict(Outcome.OTHER_SHAPE, f"{words} It is {meaning}.", shape, want)
+        return Verdict(
+            Outcome.OTHER_SHAPE,
+            f"{words} Which axis should go? Sum over the word axis T = {t} and keep sentences "
+            f"B = {b} and hidden features H = {h}.",
+            shape,
+            want,
+        )
+    diff = tolerance.max_abs_diff(got, expected)
+    wrong = tolerance.mismatch(got, expected)  # (B,H)
+    if not bool(wrong.any()):
+        extra = []
+        if normalize == "softmax":
+            extra.append("softmax over the words")
+        if mask is not None:
+            extra.append("the mask")
+        with_ = f" with {' and '.join(extra)}" if extra else ""
+        return Verdict(
+            Outcome.RIGHT,
+            f"right: {shape} and every number matches weighted{with_}, the same as {RIGHT_CODE} "
+            f"(and {' or '.join(EQUIVALENT)}).",
+            shape,
+            want,
+            expected=expected,
+            max_abs_diff=diff,
+        )
+    n_wrong = int(wrong.sum())
+    cells = (
+        f"{n_wrong} of {wrong.numel()} cells differ from weighted (largest difference {diff:.3g})"
+    )
+    found = tuple(m for m in MISTAKES if m.when(i) and _matches(got, _try(m.run, i)))
+    if found:
+        m = found[0]
+        same = "; ".join(f"the same numbers as {o.title} ({o.code})" for o in found[1:])
+        return Verdict(
+            Outcome.WRONG_NUMBERS,
+            f"right shape {shape}, wrong numbers: {cells}. This is {m.title}: {m.fix}"
+            + (f" (On these sizes it gives {same}.)" if same else ""),
+            shape,
+            want,
+            mistake=m,
+            matches=found,
+            wrong=wrong,
+            expected=expected,
+            max_abs_diff=diff,
+        )
+    return Verdict(
+        Outcome.WRONG_NUMBERS,
+        f"right shape {shape}, wrong numbers: {cells}; the marked cells show where.",
+        shape,
+        want,
+        wrong=wrong,
+        expected=expected,
+        max_abs_diff=diff,
+    )
