@@ -115,9 +115,9 @@ def weighted_sum_fused(x: Tensor, w: Tensor) -> Tensor:
     (``weighted_sum_rows``). Everywhere else (MPS, float64 on CUDA, no triton, strided or tiny x):
     the batched matrix-vector product, which also reads x once.
     """
-    if x.device.type == "cuda" and x.dtype in _TRITON_DTYPES and triton_available():
+    if x.is_cuda and x.dtype in _TRITON_DTYPES and triton_available():
         return weighted_sum_triton(x, w)
-    if x.device.type == "cpu" and x.is_contiguous() and x.numel() >= CPU_ROWS_MIN_NUMEL:
+    if x.is_cpu and x.numel() >= CPU_ROWS_MIN_NUMEL and x.is_contiguous():
         if native.usable(x, w):
             return native.weighted_rows(x, w)
         return weighted_sum_rows(x, w)
@@ -166,10 +166,13 @@ def choose_method(
 
 def weighted_sum_auto(x: Tensor, w: Tensor) -> Tensor:
     """x: (B, T, H), w: (B, T) -> (B, H) with the method ``choose_method`` picks for x."""
-    kind = x.device.type  # the same rule as choose_method, without building a torch.device
-    if kind == "cpu" and x.numel() <= TINY_CPU_NUMEL:
-        return (x * w[..., None]).sum(dim=1)  # (B,T,H) * (B,T,1) -> (B,H): the one-liner
-    if kind == "cuda" or (kind == "cpu" and x.numel() >= CPU_ROWS_MIN_NUMEL):
+    # the same rule as choose_method; is_cpu / is_cuda are cheaper than building x.device
+    if x.is_cpu:
+        n = x.numel()
+        if n <= TINY_CPU_NUMEL:
+            return (x * w[..., None]).sum(dim=1)  # (B,T,H) * (B,T,1) -> (B,H): the one-liner
+        return weighted_sum_fused(x, w) if n >= CPU_ROWS_MIN_NUMEL else _bmm(x, w)  # (B,H)
+    if x.is_cuda:
         return weighted_sum_fused(x, w)  # (B,H)
     return _bmm(x, w)  # (B,H)
 
