@@ -51,6 +51,9 @@ RUNS_AS = {
     "loop": "Python loops over b and t",
 }
 LOOP_MAX_WORDS = 4096  # the Python loop runs B*T steps: only for small B*T
+# what one measure() may hold at once, as a multiple of x: the inputs, the one-liner's (B, T, H)
+# temporary, the copy's destination and the rotating input sets (at most 2x the cache)
+MEMORY_FACTOR = 4
 SLOW_CALL_S = 0.05  # above this per call, time single synchronized calls (no per-block warm-up)
 DTYPES = {
     "float32": torch.float32,
@@ -101,6 +104,24 @@ class Measurement:
         d = asdict(self)
         d["shape"] = list(self.shape)
         return d
+
+
+# a point whose interquartile range is above this share of its median is too noisy to read
+NOISY_SPREAD = 0.10
+
+
+def is_noisy(r: Measurement | dict) -> bool:
+    """True when the rounds of ``r`` spread too widely (IQR > NOISY_SPREAD x median) to trust."""
+    d = r if isinstance(r, dict) else r.as_dict()
+    return d["median_s"] <= 0 or d.get("iqr_s", 0.0) > NOISY_SPREAD * d["median_s"]
+
+
+def regime(r: Measurement | dict) -> str:
+    """ "cache" when the inputs the rounds rotate through fit in the last-level cache (the floor
+    is then not a memory floor), "memory" when they do not, "unknown" for records without notes."""
+    d = r if isinstance(r, dict) else r.as_dict()
+    fits = d.get("notes", {}).get("fits_in_cache")
+    return "unknown" if fits is None else ("cache" if fits else "memory")
 
 
 def parse_shape(text: str) -> tuple[int, int, int]:
@@ -197,7 +218,8 @@ def method_function(name: str) -> Callable[[Tensor, Tensor], Tensor]:
 
 
 def check_methods(methods: Sequence[str], shape: tuple[int, int, int]) -> list[str]:
-    """Validate names; refuse "loop" above LOOP_MAX_WORDS words (it runs B*T Python steps)."""
+    """Validate names, dropping repeats (the order of first appearance is kept); refuse "loop"
+    above LOOP_MAX_WORDS words (it runs B*T Python steps)."""
     from attnviz.aggregation import METHODS
 
     out = []
@@ -211,7 +233,8 @@ def check_methods(methods: Sequence[str], shape: tuple[int, int, int]) -> list[s
                 f"'loop' runs B*T = {shape[0] * shape[1]} Python steps for {shape}; it is allowed "
                 f"up to B*T = {LOOP_MAX_WORDS}. Drop it or use a smaller B or T."
             )
-        out.append(m)
+        if m not in out:
+            out.append(m)
     return out
 
 

@@ -16,6 +16,7 @@ from attnviz.bench.harness import (
     DEFAULT_METHODS,
     FLOOR,
     LOOP_MAX_WORDS,
+    MEMORY_FACTOR,
     Measurement,
     input_bytes,
     measure,
@@ -38,9 +39,6 @@ LADDER: tuple[tuple[int, int, int], ...] = (
     (256, 1024, 1024),
     (64, 8192, 1024),
 )
-
-# the one-liner holds x, w, and a (B, T, H) temporary; leave room for that and the input sets
-MEMORY_FACTOR = 4
 
 
 def max_bytes(device: str | torch.device, fraction: float = 0.5) -> int:
