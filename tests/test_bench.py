@@ -24,6 +24,7 @@ from attnviz.bench import (
     request,
     resolve_devices,
 )
+from attnviz.bench import sweep as sweep_module
 from attnviz.bench import worker as worker_module
 from attnviz.bench.__main__ import main as cli
 from attnviz.bench.sweep import crossover, roofline, sizes_up_to, sweep
@@ -633,3 +634,58 @@ def test_a_size_not_offered_is_clamped_to_an_offered_one(size, want):
 def test_offered_methods_leave_out_the_loop_at_large_sizes():
     assert "loop" in request.offered_methods((2, 3, 5))
     assert "loop" not in request.offered_methods((64, 1024, 1024))
+
+
+# --- ranking: the order a sweep shows, with ties where the rounds overlap ---
+
+
+def _ranked(method, median, q1, q3, shape=(2, 3, 5)):
+    return _rec("cpu", shape, method, median) | {"q1_s": q1, "q3_s": q3}
+
+
+def test_ranking_puts_overlapping_methods_in_one_tier():
+    recs = [
+        _ranked("floor", 1.0, 0.9, 1.1),
+        _ranked("bmm", 2.0, 1.9, 2.2),
+        _ranked("fused", 2.1, 2.0, 2.3),  # overlaps bmm: a tie
+        _ranked("einsum", 5.0, 4.8, 5.2),
+    ]
+    assert sweep_module.ranking(recs) == {(2, 3, 5): [["bmm", "fused"], ["einsum"]]}
+
+
+def test_contradictions_are_pairs_ordered_both_ways():
+    a = {(2, 3, 5): [["bmm"], ["einsum"], ["broadcast"]]}
+    b = {(2, 3, 5): [["einsum"], ["bmm", "broadcast"]]}
+    assert sweep_module.contradictions(a, b) == [((2, 3, 5), "bmm", "einsum")]
+    assert sweep_module.contradictions(a, a) == []
+
+
+@pytest.mark.parametrize(
+    ("notes", "want"),
+    [({"fits_in_cache": True}, "cache"), ({"fits_in_cache": False}, "memory"), ({}, "unknown")],
+)
+def test_regime_reads_the_cache_note(notes, want):
+    assert bench.harness.regime(_rec("cpu", (2, 3, 5), "bmm", 1e-6) | {"notes": notes}) == want
+
+
+@pytest.mark.parametrize(("iqr", "noisy"), [(0.05, False), (0.1, False), (0.11, True)])
+def test_a_point_is_noisy_when_its_iqr_exceeds_the_share(iqr, noisy):
+    r = _rec("cpu", (2, 3, 5), "bmm", 1.0) | {"iqr_s": iqr}
+    assert bench.harness.is_noisy(r) is noisy
+
+
+def test_figures_shade_the_cache_sizes_and_open_the_noisy_markers():
+    from attnviz.figures.performance import roofline_figure, time_vs_bytes_figure
+
+    def rec(shape, fits, iqr):
+        r = _rec("cpu", shape, "bmm", 1e-3) | {"q1_s": 1e-3, "q3_s": 1e-3 + iqr, "iqr_s": iqr}
+        return r | {"notes": {"fits_in_cache": fits}, "ratio_to_floor": 0.5, "bytes": 1}
+
+    recs = [rec((2, 3, 5), True, 5e-4), rec((64, 1024, 1024), False, 1e-6)]
+    for fig in (time_vs_bytes_figure(recs), roofline_figure(recs)):
+        names = [t.name for t in fig.data]
+        assert names[0] == "data fits in cache"
+        bmm = next(t for t in fig.data if t.name == "bmm · cpu")
+        assert list(bmm.marker.symbol) == ["circle-open", "circle"]
+        text = fig.layout.meta["description"]
+        assert "fit in the CPU's last-level cache" in text and "bmm at 2x3x5" in text

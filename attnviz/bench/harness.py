@@ -457,7 +457,11 @@ def measure(
                     **({"path": paths[name]} if name in paths else {}),
                     **({"cpu_kernel": env["cpu_kernel"]} if "cpu_kernel" in env else {}),
                     "cache_bytes": cache_bytes(device),
-                    "fits_in_cache": n_sets * one_set <= cache_bytes(device),
+                    # one input set fits in the last-level cache: even rotating among sets,
+                    # part of it stays there (victim caches, per-core L2), so the floor is not
+                    # a memory floor at this size
+                    "fits_in_cache": one_set <= cache_bytes(device),
+                    "rotated_bytes": n_sets * one_set,
                     **(
                         {"triton_version": env["triton_version"]} if "triton_version" in env else {}
                     ),

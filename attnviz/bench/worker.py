@@ -63,7 +63,7 @@ SLOWEST_BYTES_PER_S = {"einsum": 1e9, "broadcast": 2e9, "loop": 2e9}
 OTHER_BYTES_PER_S = 10e9  # floor, bmm, fused, auto
 LOOP_STEP_S = 20e-6  # one Python step of "loop" (about 10 µs measured)
 JOB_FIXED_S = 15.0
-BUDGET_FACTOR = 2.0
+BUDGET_FACTOR = 4.0
 # the worker's address space: its own after importing torch, plus MEMORY_FACTOR x the largest
 # input allowed, plus this for libraries loaded later (the profiler, the C kernel), thread stacks
 # and allocator arenas (measured: 629 MiB after import, 1045 MiB after a job, peak 1555 MiB at
