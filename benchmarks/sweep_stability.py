@@ -25,6 +25,25 @@ def run(runner: worker.BenchWorker, rounds: int) -> list[dict]:
     return records
 
 
+def flips(a: list[dict], b: list[dict], key: str) -> tuple[int, int]:
+    """(pairs ordered oppositely by ``key`` in runs a and b, all pairs): strict orderings."""
+
+    def order(recs):
+        return {
+            (tuple(r["shape"]), r["method"]): r[key] for r in recs if r["method"] in DEFAULT_METHODS
+        }
+
+    oa, ob = order(a), order(b)
+    keys = sorted(set(oa) & set(ob))
+    bad = total = 0
+    for i, k1 in enumerate(keys):
+        for k2 in keys[i + 1 :]:
+            if k1[0] == k2[0]:
+                total += 1
+                bad += (oa[k1] - oa[k2]) * (ob[k1] - ob[k2]) < 0
+    return bad, total
+
+
 def show(ranks: dict) -> str:
     return "; ".join(
         f"{'x'.join(map(str, s))}: " + " < ".join("=".join(t) for t in tiers)
@@ -38,7 +57,8 @@ def main() -> None:
     try:
         for rounds in counts:
             t0 = time.perf_counter()
-            first, second = (sweep.ranking(run(runner, rounds)) for _ in range(2))
+            recs = [run(runner, rounds) for _ in range(2)]
+            first, second = (sweep.ranking(r) for r in recs)
             bad = sweep.contradictions(first, second)
             print(f"rounds={rounds} ({time.perf_counter() - t0:.0f} s for both runs)")
             print(f"  run 1: {show(first)}")
@@ -47,6 +67,9 @@ def main() -> None:
             print(
                 f"  identical tiers at {same} of {len(first)} sizes; contradictions: {bad or 'none'}"
             )
+            for key in ("median_s", "min_s"):
+                n, total = flips(*recs, key)
+                print(f"  strict order by {key}: {n} of {total} pairs flipped between the runs")
     finally:
         runner.close()
 
