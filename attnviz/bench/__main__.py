@@ -57,7 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="time weighted_sum(method=...) against the bare op it runs, paired per round "
         "(default size: the classic 2x3x5; methods: auto,broadcast,einsum,bmm,fused)",
     )
-    p.add_argument("--calls", type=int, default=20_000, help="calls per block for --overhead")
+    p.add_argument(
+        "--calls", type=int, default=200, help="--overhead: calls per block (100 pairs per round)"
+    )
     return p
 
 
@@ -142,8 +144,9 @@ def _overhead(sizes: list | None, methods: list[str], rounds: int, calls: int) -
         print(format_overhead(rows))
         print(
             f"{'x'.join(map(str, shape))} float32, torch {torch.__version__}, "
-            f"{torch.get_num_threads()} threads; medians over {rounds} paired rounds of {calls} "
-            f"calls each; overhead = median over rounds of (weighted_sum - bare op) per call."
+            f"{torch.get_num_threads()} threads; per round 100 pairs of {calls}-call blocks "
+            f"(library, bare op, in random order); overhead = median over {rounds} rounds of the "
+            f"median over pairs of (weighted_sum - bare op) per call."
         )
     return 0
 

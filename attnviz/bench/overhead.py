@@ -3,9 +3,11 @@
     python -m attnviz.bench --overhead               # the classic 2x3x5, one thread
     python -m attnviz.bench --overhead --sizes 48x512x1024 --threads 2
 
-Paired, in one run: each round times one block of ``calls`` calls of the library call and one of
-the bare op (in a shuffled order), so load that comes and goes hits both alike; the overhead is
-the median over rounds of (library - bare) per call, with the medians of each beside it.
+Paired, in one run: each round times ``pairs`` pairs of short blocks (``calls`` calls of the library
+call, then ``calls`` of the bare op, or the other way round, at random), each block well under a
+scheduler time slice, so load that comes and goes hits both halves of a pair alike and a preempted
+block is one outlier the median drops. Per round: the median over pairs of (library - bare) per call,
+and the median block of each; reported: the median of these over rounds.
 Core layer: torch only.
 """
 
@@ -81,41 +83,55 @@ def measure_overhead(
     *,
     methods: Sequence[str] = OVERHEAD_METHODS,
     rounds: int = 7,
-    calls: int = 20_000,
+    calls: int = 200,
+    pairs: int = 100,
     seed: int = 0,
 ) -> list[Overhead]:
-    """Time ``weighted_sum(x, w, method=m)`` and its bare op, paired per round, for each m."""
+    """Time ``weighted_sum(x, w, method=m)`` and its bare op, paired block by block, for each m."""
     from attnviz.aggregation import weighted_sum
 
-    if rounds < 1 or calls < 1:
-        raise AttnvizError(f"rounds and calls must be at least 1, got {rounds} and {calls}.")
-    pairs = {}
+    if min(rounds, calls, pairs) < 1:
+        raise AttnvizError(
+            f"rounds, calls and pairs must be at least 1, got {rounds}, {calls}, {pairs}."
+        )
+    fns = {}
     for m in methods:
         source, bare = bare_for(m, x, w)
-        pairs[m] = (source, lambda m=m: weighted_sum(x, w, method=m), lambda b=bare: b(x, w))
-    for _source, lib, bare in pairs.values():  # warm-up: lazy init, caches
-        _block(lib, 200)
-        _block(bare, 200)
+        fns[m] = (source, lambda m=m: weighted_sum(x, w, method=m), lambda b=bare: b(x, w))
+    for _source, lib, bare in fns.values():  # warm-up: lazy init, caches
+        _block(lib, 1000)
+        _block(bare, 1000)
     rng = random.Random(seed)
-    samples: dict[str, tuple[list[float], list[float]]] = {m: ([], []) for m in pairs}
+    per_round: dict[str, list[tuple[float, float, float]]] = {m: [] for m in fns}
     for _ in range(rounds):
-        order = [(m, k) for m in pairs for k in (0, 1)]
+        order = list(fns)
         rng.shuffle(order)
-        for m, k in order:
-            samples[m][k].append(_block(pairs[m][1 + k], calls))
+        for m in order:
+            _source, lib, bare = fns[m]
+            lib_s, bare_s = [], []
+            for _ in range(pairs):
+                if rng.random() < 0.5:
+                    lib_s.append(_block(lib, calls))
+                    bare_s.append(_block(bare, calls))
+                else:
+                    bare_s.append(_block(bare, calls))
+                    lib_s.append(_block(lib, calls))
+            diffs = [a - b for a, b in zip(lib_s, bare_s, strict=True)]
+            per_round[m].append(
+                (statistics.median(lib_s), statistics.median(bare_s), statistics.median(diffs))
+            )
     out = []
-    for m, (lib_s, bare_s) in samples.items():
-        diffs = [a - b for a, b in zip(lib_s, bare_s, strict=True)]
+    for m, rows in per_round.items():
         out.append(
             Overhead(
                 method=m,
-                bare=pairs[m][0],
+                bare=fns[m][0],
                 shape=tuple(x.shape),
-                library_s=statistics.median(lib_s),
-                bare_s=statistics.median(bare_s),
-                overhead_s=statistics.median(diffs),
+                library_s=statistics.median(r[0] for r in rows),
+                bare_s=statistics.median(r[1] for r in rows),
+                overhead_s=statistics.median(r[2] for r in rows),
                 rounds=rounds,
-                calls=calls,
+                calls=calls * pairs,
             )
         )
     return out
