@@ -26,9 +26,7 @@ from attnviz.ui.sections import show_figure
 APP_MAX_INPUT_BYTES = 512 * 2**20  # a public server: the sizes offered stay under this
 SWEEP_MAX_INPUT_BYTES = 64 * 2**20  # the sweep button stays under a minute on a small CPU
 TIMEOUT_S = 180.0  # the outer cap; each job has its own, smaller limit (worker.wall_limit_s)
-ROUNDS = (
-    15  # per job: with 15 the default sweep's order repeated run to run (benchmarks/RESULTS.md)
-)
+ROUNDS = 15  # per job: the default sweep's order then repeats run to run (benchmarks/RESULTS.md)
 RATIO = "% of the floor's speed (higher is faster)"
 
 
