@@ -16,18 +16,18 @@ speed of a plain read, and never writes a (B, T, H) temporary (the one-liner doe
   ``atomic_add``, give the same bits on every run and need no zero-filled output.
 - CPU: a weighted sum of rows. x is viewed as B*T rows of H numbers and each sentence's rows are
   summed with its weights in one streaming pass, no (B, T, H) temporary. For float32 the pass is
-  our C kernel (``attnviz.native``, compiled on first use, on PyTorch's OpenMP threads): it runs
-  at the read floor ``x.sum()`` on our 2-core machine (0.97-1.02 of it with both cores, 0.80-0.95
-  on one; benchmarks/RESULTS.md). Without a C compiler, for the other dtypes and for inputs that
-  need gradients, the same row sum runs through PyTorch's embedding-bag kernel
-  (``weighted_sum_rows``, ``F.embedding_bag(..., per_sample_weights=w)``, sentences cut into
-  chunks when B is small), which has a backward and reaches about 80-90% of the floor.
-  ``torch.bmm`` reaches about 55-76%; einsum is several times slower still, because torch 2.13
-  lowers "bth,bt->bh" to ``bmm(x.permute(0, 2, 1), w[..., None])``, a (H, T) @ (T, 1) product
-  over a transposed, strided x (seen with torch.profiler). ``torch.compile`` of the one-liner
-  reached about 26 GB/s against bmm's 41 GB/s and the floor's 55 GB/s at 48x512x1024, after 13 s
-  of compiling, so it is not used. Strided x and small inputs (fewer than CPU_ROWS_MIN_NUMEL
-  numbers, where bmm's single call is quicker) go to bmm.
+  our C kernel (``attnviz.native``, compiled on first use, on PyTorch's OpenMP threads), which we
+  measured at about the speed of the read floor ``x.sum()``. Without a C compiler, for the other
+  dtypes and for inputs that need gradients, the same row sum runs through PyTorch's
+  embedding-bag kernel (``weighted_sum_rows``, ``F.embedding_bag(..., per_sample_weights=w)``,
+  sentences cut into chunks when B is small), which has a backward and is somewhat slower.
+  ``torch.bmm`` is slower still on the CPUs we measured, and einsum several times slower, because
+  torch 2.13 lowers "bth,bt->bh" to ``bmm(x.permute(0, 2, 1), w[..., None])``, a (H, T) @ (T, 1)
+  product over a transposed, strided x (seen with torch.profiler). ``torch.compile`` of the
+  one-liner was slower than bmm after many seconds of compiling, so it is not used. Strided x and
+  small inputs (fewer than CPU_ROWS_MIN_NUMEL numbers, where bmm's single call is quicker) go to
+  bmm. The numbers behind each of these statements, with the commands that measure them on your
+  machine (``python -m attnviz.bench``), are in benchmarks/RESULTS.md.
 
 Triton is imported lazily: attnviz imports and works without it. Set ``TRITON_INTERPRET=1`` before
 the first import of triton to run the kernel on CPU tensors (slowly) in Triton's interpreter;
@@ -65,8 +65,8 @@ def _bmm(x: Tensor, w: Tensor) -> Tensor:
 
 
 # Below this many numbers in x, bmm's single call beats the row sum's few microseconds of set-up
-# (measured with the harness: bmm 9.2 vs 10.9 us at 131,072 numbers; the C row sum 20.7 vs bmm's
-# 27.5 us at 262,144). It also keeps the C kernel from being built for the app's small examples.
+# (measured with the harness; the numbers are in benchmarks/RESULTS.md, "Small sizes"). It also
+# keeps the C kernel from being built for the app's small examples.
 CPU_ROWS_MIN_NUMEL = 1 << 18
 
 
@@ -115,9 +115,9 @@ def weighted_sum_fused(x: Tensor, w: Tensor) -> Tensor:
     (``weighted_sum_rows``). Everywhere else (MPS, float64 on CUDA, no triton, strided or tiny x):
     the batched matrix-vector product, which also reads x once.
     """
-    if x.device.type == "cuda" and x.dtype in _TRITON_DTYPES and triton_available():
+    if x.is_cuda and x.dtype in _TRITON_DTYPES and triton_available():
         return weighted_sum_triton(x, w)
-    if x.device.type == "cpu" and x.is_contiguous() and x.numel() >= CPU_ROWS_MIN_NUMEL:
+    if x.is_cpu and x.numel() >= CPU_ROWS_MIN_NUMEL and x.is_contiguous():
         if native.usable(x, w):
             return native.weighted_rows(x, w)
         return weighted_sum_rows(x, w)
@@ -166,10 +166,13 @@ def choose_method(
 
 def weighted_sum_auto(x: Tensor, w: Tensor) -> Tensor:
     """x: (B, T, H), w: (B, T) -> (B, H) with the method ``choose_method`` picks for x."""
-    kind = x.device.type  # the same rule as choose_method, without building a torch.device
-    if kind == "cpu" and x.numel() <= TINY_CPU_NUMEL:
-        return (x * w[..., None]).sum(dim=1)  # (B,T,H) * (B,T,1) -> (B,H): the one-liner
-    if kind == "cuda" or (kind == "cpu" and x.numel() >= CPU_ROWS_MIN_NUMEL):
+    # the same rule as choose_method; is_cpu / is_cuda are cheaper than building x.device
+    if x.is_cpu:
+        n = x.numel()
+        if n <= TINY_CPU_NUMEL:
+            return (x * w[..., None]).sum(dim=1)  # (B,T,H) * (B,T,1) -> (B,H): the one-liner
+        return weighted_sum_fused(x, w) if n >= CPU_ROWS_MIN_NUMEL else _bmm(x, w)  # (B,H)
+    if x.is_cuda:
         return weighted_sum_fused(x, w)  # (B,H)
     return _bmm(x, w)  # (B,H)
 

@@ -222,3 +222,86 @@ def test_compare_methods_flags_a_wrong_method(monkeypatch):
     x, w = random_inputs(2, 3, 5, seed=17)
     wrong = next(c for c in attnviz.compare_methods(x, w) if c.method == "wrong")
     assert not wrong.ok and wrong.max_abs_diff > 1e-3
+
+
+# --- the fast path: the common case skips the full checks, everything else takes them ---
+
+FAST_SHAPES = [(2, 3, 5), (4, 6, 3), (3, 4, 4), (1, 5, 2)]  # B, T, H all different, and T == H
+
+
+@pytest.fixture
+def full_path_calls(monkeypatch):
+    """Counts calls of the full path's check_inputs (still doing its job)."""
+    from attnviz import aggregation
+
+    calls = []
+    original = aggregation.check_inputs
+
+    def spy(*args, **kwargs):
+        calls.append(args)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(aggregation, "check_inputs", spy)
+    return calls
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("shape", FAST_SHAPES)
+def test_fast_path_matches_float64_reference(method, shape):
+    x, w = random_inputs(*shape, seed=31 + sum(shape))
+    assert_close(weighted_sum(x, w, method=method), attnviz.reference(x, w).float())
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_common_case_skips_the_full_checks(method, full_path_calls):
+    x, w = random_inputs(2, 3, 5, seed=32)
+    weighted_sum(x, w, method=method)
+    assert full_path_calls == []
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "dtypes"),
+    [
+        ({"mask": torch.tensor([[1, 0, 1], [0, 1, 1]], dtype=torch.bool)}, None),
+        ({"normalize": "softmax"}, None),
+        ({}, (torch.float32, torch.float64)),
+        ({}, (torch.float16, torch.float32)),
+    ],
+    ids=["mask", "softmax", "float32-float64", "float16-float32"],
+)
+def test_masks_normalize_and_mixed_dtypes_take_the_full_path(kwargs, dtypes, full_path_calls):
+    x, w = random_inputs(2, 3, 5, seed=33)
+    if dtypes is not None:
+        x, w = x.to(dtypes[0]), w.to(dtypes[1])
+    got = weighted_sum(x, w, **kwargs)
+    assert len(full_path_calls) == 1
+    assert got.dtype == torch.promote_types(x.dtype, w.dtype)
+    want = attnviz.reference(x, w, **kwargs).to(got.dtype)
+    assert_close(got, want, **TOL[got.dtype])
+
+
+@pytest.mark.parametrize(
+    ("x", "w"),
+    [
+        (torch.ones(2, 3, 5), torch.ones(3, 2)),  # transposed
+        (torch.ones(2, 3, 5), torch.ones(2, 4)),  # T differs
+        (torch.ones(2, 3, 5), torch.ones(2, 3, 1)),  # trailing axis already there
+        (torch.ones(3, 5), torch.ones(3)),  # no sentence axis
+        (torch.ones(2, 3, 5, dtype=torch.int64), torch.ones(2, 3, dtype=torch.int64)),
+        ([[1.0]], torch.ones(1, 1)),  # not a tensor
+    ],
+    ids=["transposed", "t-differs", "trailing-axis", "no-batch", "integers", "list"],
+)
+def test_fast_path_refuses_exactly_what_check_inputs_refuses(x, w):
+    with pytest.raises(AttnvizError) as expected:
+        attnviz.check_inputs(x, w)
+    with pytest.raises(AttnvizError) as got:
+        weighted_sum(x, w)
+    assert str(got.value) == str(expected.value)
+
+
+@pytest.mark.parametrize("method", [["bmm"], None, 3])
+def test_a_method_that_is_not_a_name_is_refused(method):
+    x, w = random_inputs(2, 3, 5, seed=34)
+    with pytest.raises(AttnvizError, match="Unknown method"):
+        weighted_sum(x, w, method=method)

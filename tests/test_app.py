@@ -546,54 +546,6 @@ def test_walkthrough_every_slide_renders():
     assert at.button(key="wt_next").disabled
 
 
-# ---- Performance ---------------------------------------------------------------------------------
-
-
-def test_performance_says_honestly_when_there_is_no_gpu():
-    at = _app(page="performance")
-    has_gpu = torch.cuda.is_available() or torch.backends.mps.is_available()
-    assert ("No GPU on this server" in _texts(at)) != has_gpu
-
-
-def test_performance_times_every_chosen_method_against_the_floor():
-    at = _app(page="performance")
-    at.multiselect(key="pf_methods").set_value(["broadcast", "einsum"]).run()
-    at.button(key="pf_run").click().run()
-    assert not at.exception and not at.error
-    table = next(d.value for d in at.dataframe if "GB/s" in d.value.columns)
-    assert list(table.index) == ["floor", "broadcast", "einsum"]
-    assert all(float(v) > 0 for v in table["GB/s"])
-
-
-def test_performance_sweep_draws_time_bandwidth_and_memory(monkeypatch):
-    from attnviz.ui import performance
-
-    monkeypatch.setattr(performance, "SWEEP_MAX_INPUT_BYTES", 16 * 2**10)  # two small sizes
-    at = _app(page="performance")
-    at.multiselect(key="pf_methods").set_value(["broadcast", "bmm"]).run()
-    at.button(key="pf_sweep").click().run()
-    assert not at.exception and not at.error
-    charts = {e.proto.id for e in at.get("plotly_chart")}
-    assert len(charts) == 3
-    assert "Read floor on cpu" in _texts(at) and "Crossover" in _texts(at)
-
-
-def test_performance_times_a_chosen_size():
-    at = _app(page="performance")
-    at.selectbox(key="pf_size").set_value((4, 16, 32)).run()
-    at.multiselect(key="pf_methods").set_value(["bmm"]).run()
-    at.button(key="pf_run").click().run()
-    assert not at.exception and not at.error
-    assert "4 × 16 × 32 on cpu" in _texts(at)
-
-
-def test_performance_with_no_method_asks_for_one():
-    at = _app(page="performance")
-    at.multiselect(key="pf_methods").set_value([]).run()
-    at.button(key="pf_run").click().run()
-    assert "Pick at least one method" in _texts(at)
-
-
 # ---- the error boundary --------------------------------------------------------------------------
 
 

@@ -220,6 +220,7 @@ def run_build(cache, **env):
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 @needs_kernel
 def test_build_is_cached_between_processes(tmp_path):
     first = run_build(tmp_path)
@@ -230,6 +231,7 @@ def test_build_is_cached_between_processes(tmp_path):
     assert [p.suffix for p in tmp_path.iterdir()] in ([".so"], [".dylib"])  # no temporary left
 
 
+@pytest.mark.slow
 @needs_kernel
 def test_processes_building_at_once_all_get_a_working_kernel(tmp_path):
     full = dict(os.environ, ATTNVIZ_CACHE_DIR=str(tmp_path))
@@ -245,6 +247,7 @@ def test_processes_building_at_once_all_get_a_working_kernel(tmp_path):
     assert len(list(tmp_path.iterdir())) == 1  # one library, renamed into place whole
 
 
+@pytest.mark.slow
 @needs_kernel
 def test_an_unwritable_cache_builds_in_a_private_folder(tmp_path):
     blocker = tmp_path / "a file"
@@ -254,6 +257,7 @@ def test_an_unwritable_cache_builds_in_a_private_folder(tmp_path):
     assert out["path"] == "C row-sum kernel"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("env", "reason"),
     [
@@ -270,6 +274,7 @@ def test_without_the_kernel_fused_falls_back_and_says_why(tmp_path, env, reason)
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_a_failed_compile_is_reported_with_the_compilers_words(tmp_path):
     # a "compiler" that answers --version but cannot compile
     fake = tmp_path / "fakecc"

@@ -2,6 +2,7 @@
 
 python -m attnviz.bench --device cpu --sizes 2x3x5,48x512x1024
 python -m attnviz.bench --device all --json > results.jsonl
+python -m attnviz.bench --overhead --threads 1    # weighted_sum vs the bare op, on 2x3x5
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import torch
 
 from attnviz.bench.devices import DEVICE_CHOICES, list_devices, resolve_devices
 from attnviz.bench.harness import DEFAULT_METHODS, format_table, parse_dtype, parse_shape
+from attnviz.bench.overhead import OVERHEAD_METHODS, format_overhead, measure_overhead
 from attnviz.bench.sweep import max_bytes, sizes_up_to, sweep
 from attnviz.errors import AttnvizError
 
@@ -33,16 +35,31 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--methods",
-        default=",".join(DEFAULT_METHODS),
-        help=f"comma-separated methods (default {','.join(DEFAULT_METHODS)}; also loop, auto)",
+        default=None,
+        help=f"comma-separated methods (default {','.join(DEFAULT_METHODS)}; also loop, auto; "
+        f"with --overhead: {','.join(OVERHEAD_METHODS)})",
     )
     p.add_argument("--dtype", default="float32", help="float32, float16, bfloat16 or float64")
-    p.add_argument("--rounds", type=int, default=15, help="interleaved timed rounds per method")
+    p.add_argument(
+        "--rounds",
+        type=int,
+        default=None,
+        help="interleaved timed rounds (default 15; 7 with --overhead)",
+    )
     p.add_argument("--min-block-s", type=float, default=0.02, help="seconds per timed block")
     p.add_argument("--memory", action="store_true", help="also measure peak extra memory")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
     p.add_argument("--json", action="store_true", help="one JSON object per measurement per line")
     p.add_argument("--list-devices", action="store_true", help="list devices and exit")
+    p.add_argument(
+        "--overhead",
+        action="store_true",
+        help="time weighted_sum(method=...) against the bare op it runs, paired per round "
+        "(default size: the classic 2x3x5; methods: auto,broadcast,einsum,bmm,fused)",
+    )
+    p.add_argument(
+        "--calls", type=int, default=200, help="--overhead: calls per block (100 pairs per round)"
+    )
     return p
 
 
@@ -57,10 +74,14 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         dtype = parse_dtype(args.dtype)
         devices = resolve_devices(args.device)
-        methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+        default = OVERHEAD_METHODS if args.overhead else DEFAULT_METHODS
+        methods = [m.strip() for m in (args.methods or ",".join(default)).split(",") if m.strip()]
+        rounds = args.rounds or (7 if args.overhead else 15)
         sizes = None
         if args.sizes:
             sizes = [parse_shape(s) for s in args.sizes.split(",") if s.strip()]
+        if args.overhead:
+            return _overhead(sizes, methods, rounds, args.calls)
         out = sys.stdout
 
         def emit(rec):
@@ -77,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
                 sizes=todo,
                 methods=methods,
                 dtype=dtype,
-                rounds=args.rounds,
+                rounds=rounds,
                 min_block_s=args.min_block_s,
                 memory=args.memory,
                 progress=emit,
@@ -110,6 +131,23 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except BrokenPipeError:  # e.g. piped into head
         return 0
+    return 0
+
+
+def _overhead(sizes: list | None, methods: list[str], rounds: int, calls: int) -> int:
+    from attnviz import examples
+    from attnviz.bench.harness import make_inputs
+
+    for shape in sizes or [(2, 3, 5)]:
+        x, w = examples.classic() if tuple(shape) == (2, 3, 5) else make_inputs(shape)
+        rows = measure_overhead(x, w, methods=methods, rounds=rounds, calls=calls)
+        print(format_overhead(rows))
+        print(
+            f"{'x'.join(map(str, shape))} float32, torch {torch.__version__}, "
+            f"{torch.get_num_threads()} threads; per round 100 pairs of {calls}-call blocks "
+            f"(library, bare op, in random order); overhead = median over {rounds} rounds of the "
+            f"median over pairs of (weighted_sum - bare op) per call."
+        )
     return 0
 
 

@@ -50,8 +50,11 @@ RUNS_AS = {
     "bmm": "bmm(w[:, None, :], x)",
     "loop": "Python loops over b and t",
 }
-LOOP_MAX_WORDS = 4096
-SLOW_CALL_S = 0.05  # above this per call, time single synchronized calls (no per-block warm-up)  # the Python loop runs B*T steps: only for small B*T
+LOOP_MAX_WORDS = 4096  # the Python loop runs B*T steps: only for small B*T
+# what one measure() may hold at once, as a multiple of x: the inputs, the one-liner's (B, T, H)
+# temporary, the copy's destination and the rotating input sets (at most 2x the cache)
+MEMORY_FACTOR = 4
+SLOW_CALL_S = 0.05  # above this per call, time single synchronized calls (no per-block warm-up)
 DTYPES = {
     "float32": torch.float32,
     "float": torch.float32,
@@ -101,6 +104,24 @@ class Measurement:
         d = asdict(self)
         d["shape"] = list(self.shape)
         return d
+
+
+# a point whose interquartile range is above this share of its median is too noisy to read
+NOISY_SPREAD = 0.10
+
+
+def is_noisy(r: Measurement | dict) -> bool:
+    """True when the rounds of ``r`` spread too widely (IQR > NOISY_SPREAD x median) to trust."""
+    d = r if isinstance(r, dict) else r.as_dict()
+    return d["median_s"] <= 0 or d.get("iqr_s", 0.0) > NOISY_SPREAD * d["median_s"]
+
+
+def regime(r: Measurement | dict) -> str:
+    """ "cache" when the inputs the rounds rotate through fit in the last-level cache (the floor
+    is then not a memory floor), "memory" when they do not, "unknown" for records without notes."""
+    d = r if isinstance(r, dict) else r.as_dict()
+    fits = d.get("notes", {}).get("fits_in_cache")
+    return "unknown" if fits is None else ("cache" if fits else "memory")
 
 
 def parse_shape(text: str) -> tuple[int, int, int]:
@@ -197,7 +218,8 @@ def method_function(name: str) -> Callable[[Tensor, Tensor], Tensor]:
 
 
 def check_methods(methods: Sequence[str], shape: tuple[int, int, int]) -> list[str]:
-    """Validate names; refuse "loop" above LOOP_MAX_WORDS words (it runs B*T Python steps)."""
+    """Validate names, dropping repeats (the order of first appearance is kept); refuse "loop"
+    above LOOP_MAX_WORDS words (it runs B*T Python steps)."""
     from attnviz.aggregation import METHODS
 
     out = []
@@ -211,7 +233,8 @@ def check_methods(methods: Sequence[str], shape: tuple[int, int, int]) -> list[s
                 f"'loop' runs B*T = {shape[0] * shape[1]} Python steps for {shape}; it is allowed "
                 f"up to B*T = {LOOP_MAX_WORDS}. Drop it or use a smaller B or T."
             )
-        out.append(m)
+        if m not in out:
+            out.append(m)
     return out
 
 
@@ -434,7 +457,11 @@ def measure(
                     **({"path": paths[name]} if name in paths else {}),
                     **({"cpu_kernel": env["cpu_kernel"]} if "cpu_kernel" in env else {}),
                     "cache_bytes": cache_bytes(device),
-                    "fits_in_cache": n_sets * one_set <= cache_bytes(device),
+                    # one input set fits in the last-level cache: even rotating among sets,
+                    # part of it stays there (victim caches, per-core L2), so the floor is not
+                    # a memory floor at this size
+                    "fits_in_cache": one_set <= cache_bytes(device),
+                    "rotated_bytes": n_sets * one_set,
                     **(
                         {"triton_version": env["triton_version"]} if "triton_version" in env else {}
                     ),
@@ -444,33 +471,60 @@ def measure(
     return out
 
 
+# (unit, its size): the scales of each kind of quantity, smallest first
+_TIME_UNITS = (("ns", 1e-9), ("µs", 1e-6), ("ms", 1e-3), ("s", 1.0))
+_BYTE_UNITS = (("B", 1), ("KiB", 2**10), ("MiB", 2**20), ("GiB", 2**30), ("TiB", 2**40))
+_RATE_UNITS = (("B/s", 1), ("kB/s", 1e3), ("MB/s", 1e6), ("GB/s", 1e9), ("TB/s", 1e12))
+
+
+def format_quantity(
+    value: float | None, units: Sequence[tuple[str, float]], digits: int = 3
+) -> str:
+    """``value`` in the largest unit that keeps it at 1 or more, to ``digits`` significant figures.
+
+    Never a rounded zero: 4.6e-6 GB/s reads "4.6 kB/s", not "0.00". Below the smallest unit the
+    number keeps its significant figures ("0.25 ns"); above the largest it grows ("1500 TiB").
+    Negative values keep their sign; an exact 0 is "0" in the smallest unit; None -> "–".
+    """
+    if value is None:
+        return "–"
+    value = float(value)
+    if value != value or value in (float("inf"), float("-inf")):
+        return f"{value} {units[-1][0]}"
+    if value == 0:
+        return f"0 {units[0][0]}"
+    sign, mag = ("-" if value < 0 else ""), abs(value)
+    # pick the unit after rounding, so 999.96 ns reads "1 µs", never "1e+03 ns"
+    name, size = units[0]
+    for unit, unit_size in units:
+        if float(f"{mag / unit_size:.{digits}g}") >= 1:
+            name, size = unit, unit_size
+    scaled = float(f"{mag / size:.{digits}g}")
+    text = f"{scaled:.{digits}g}" if scaled < 10**digits else f"{mag / size:.0f}"
+    return f"{sign}{text} {name}"
+
+
 def format_bytes(n: float | None) -> str:
     """A byte count for people: 512 B, 4 KiB, 96.2 MiB (three significant figures); None -> "–"."""
-    if n is None:
-        return "–"
-    for unit in ("B", "KiB", "MiB"):
-        if abs(n) < 1024:
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.3g} {unit}"
-        n /= 1024
-    return f"{n:.3g} GiB"
+    return format_quantity(n, _BYTE_UNITS)
 
 
 def format_time(s: float | None) -> str:
     """Seconds for people: 45 ns, 1.4 µs, 2.31 ms, 1.2 s (three significant figures); None -> "–"."""
-    if s is None:
-        return "–"
-    if s < 1e-6:
-        return f"{s * 1e9:.3g} ns"
-    if s < 1e-3:
-        return f"{s * 1e6:.3g} µs"
-    return f"{s * 1e3:.3g} ms" if s < 1 else f"{s:.3g} s"
+    return format_quantity(s, _TIME_UNITS)
+
+
+def format_rate(bytes_per_s: float | None) -> str:
+    """Throughput for people, in decimal units (GB = 1e9 bytes, as in ``Measurement.gbps``):
+    4.6 kB/s, 312 MB/s, 51.4 GB/s, 1.2 TB/s (three significant figures); None -> "–"."""
+    return format_quantity(bytes_per_s, _RATE_UNITS)
 
 
 def format_table(records: Sequence[Measurement]) -> str:
     """A fixed-width text table: one line per measurement, grouped as given."""
     head = (
         f"{'device':<8} {'shape':<18} {'dtype':<9} {'method':<10} {'median':>10} {'IQR':>10} "
-        f"{'GB/s':>8} {'x floor':>8} {'best':>6} {'1st call':>10} {'extra mem':>10}"
+        f"{'speed':>10} {'x floor':>8} {'best':>6} {'1st call':>10} {'extra mem':>10}"
     )
     lines = [head, "-" * len(head)]
     for r in records:
@@ -479,7 +533,7 @@ def format_table(records: Sequence[Measurement]) -> str:
         mem = format_bytes(r.extra_peak_bytes) if r.extra_peak_bytes is not None else "-"
         lines.append(
             f"{r.device:<8} {'x'.join(map(str, r.shape)):<18} {r.dtype:<9} {r.method:<10} "
-            f"{format_time(r.median_s):>10} {format_time(r.iqr_s):>10} {r.gbps:>8.2f} {ratio:>8} {best:>6} "
+            f"{format_time(r.median_s):>10} {format_time(r.iqr_s):>10} {format_rate(r.gbps * 1e9):>10} {ratio:>8} {best:>6} "
             f"{format_time(r.first_call_s):>10} {mem:>10}"
         )
     return "\n".join(lines)

@@ -16,6 +16,7 @@ from attnviz.bench.harness import (
     DEFAULT_METHODS,
     FLOOR,
     LOOP_MAX_WORDS,
+    MEMORY_FACTOR,
     Measurement,
     input_bytes,
     measure,
@@ -38,9 +39,6 @@ LADDER: tuple[tuple[int, int, int], ...] = (
     (256, 1024, 1024),
     (64, 8192, 1024),
 )
-
-# the one-liner holds x, w, and a (B, T, H) temporary; leave room for that and the input sets
-MEMORY_FACTOR = 4
 
 
 def max_bytes(device: str | torch.device, fraction: float = 0.5) -> int:
@@ -144,4 +142,45 @@ def roofline(records: Iterable[Measurement | dict]) -> dict[str, float]:
     for r in map(_as_dict, records):
         if r["method"] == FLOOR:
             out[r["device"]] = max(out.get(r["device"], 0.0), r["gbps"])
+    return out
+
+
+def ranking(
+    records: Iterable[Measurement | dict], device: str = "cpu"
+) -> dict[tuple[int, int, int], list[list[str]]]:
+    """shape -> the methods from fastest to slowest in tiers: methods whose interquartile ranges
+    overlap (a chain of them) share a tier, since the rounds cannot tell them apart. Floor and
+    copy excluded."""
+    by_shape: dict[tuple[int, int, int], list[dict]] = {}
+    for r in map(_as_dict, records):
+        if r["device"] == device and r["method"] not in (FLOOR, "copy"):
+            by_shape.setdefault(tuple(r["shape"]), []).append(r)
+    out: dict[tuple[int, int, int], list[list[str]]] = {}
+    for shape, rs in by_shape.items():
+        tiers: list[list[str]] = []
+        top = -1.0  # the highest third quartile in the current tier
+        for r in sorted(rs, key=lambda r: r["median_s"]):
+            if tiers and r["q1_s"] <= top:
+                tiers[-1].append(r["method"])
+            else:
+                tiers.append([r["method"]])
+            top = max(top, r["q3_s"]) if len(tiers[-1]) > 1 else r["q3_s"]
+        out[shape] = tiers
+    return out
+
+
+def contradictions(
+    a: dict[tuple[int, int, int], list[list[str]]], b: dict[tuple[int, int, int], list[list[str]]]
+) -> list[tuple[tuple[int, int, int], str, str]]:
+    """(shape, m1, m2) where one ranking puts m1 in a faster tier than m2 and the other the reverse."""
+    out = []
+    for shape in sorted(set(a) & set(b)):
+        tier_a = {m: i for i, tier in enumerate(a[shape]) for m in tier}
+        tier_b = {m: i for i, tier in enumerate(b[shape]) for m in tier}
+        common = sorted(set(tier_a) & set(tier_b))
+        for i, m1 in enumerate(common):
+            for m2 in common[i + 1 :]:
+                da, db = tier_a[m1] - tier_a[m2], tier_b[m1] - tier_b[m2]
+                if da * db < 0:
+                    out.append((shape, m1, m2))
     return out

@@ -1,42 +1,81 @@
-"""Isolation for the app: benchmark jobs run in a separate worker process, one at a time.
+"""Isolation for the app: benchmark jobs run in a separate worker process, a bounded guest.
 
     from attnviz.bench.worker import BenchSpec, submit
-    records = submit(BenchSpec(shape=(48, 512, 1024), device="cpu"), timeout_s=60)  # list[dict]
+    records = submit(BenchSpec(shape=(48, 512, 1024), device="cpu"), owner=session_id)  # list[dict]
 
 - One worker process (a fresh ``python -m attnviz.bench.worker``: no forked torch thread pools, and
-  the caller's ``__main__``, a Streamlit script or pytest, is never re-imported) serves every caller of the process-wide
-  runner in turn; a lock makes jobs run one at a time, so two visitors never time side by side and
-  corrupt each other's numbers. At most ``max_waiting`` callers queue; one more is told "busy".
-- Before anything is allocated, the size is checked against a cap computed from the free memory of
-  the target device (and an absolute cap set by the app); a refused size raises AttnvizError with a
-  plain message. The check runs in the caller for the CPU and again inside the worker (which alone
-  touches CUDA) before allocating.
-- A job that runs past its timeout is stopped by killing the worker; an out-of-memory or a crash
-  kills only the worker (it raises its own ``oom_score_adj`` so the kernel's OOM killer picks it
-  before the web server). Either way the caller gets an AttnvizError and the next job starts a fresh
-  worker: the web server stays alive and serving.
+  the caller's ``__main__``, a Streamlit script or pytest, is never re-imported) serves every caller
+  of the process-wide runner in turn; a lock makes jobs run one at a time, so two visitors never
+  time side by side and corrupt each other's numbers. At most ``max_waiting`` callers queue (one
+  more is told "busy"), and each ``owner`` (a session) has at most one job waiting or running.
+- A spec is checked before anything is allocated: methods must be known and given once, rounds and
+  block length bounded, and the size under a cap computed from the free memory of the target
+  device (and an absolute cap set by the app). The check runs in the caller for the CPU and again
+  inside the worker (which alone touches CUDA).
+- Each job gets a time budget derived from its request (``job_budget_s``: size, methods, rounds),
+  enforced as a CPU-time limit (``RLIMIT_CPU``, budget x threads), and a wall-time limit of
+  ``WALL_SLACK`` x the budget (``wall_limit_s``; the runner's timeout if that is shorter), past
+  which the worker is killed: a request holds the worker no longer than its size, methods and
+  rounds justify, and a forged one (repeats dropped, size clamped) no longer than the largest
+  legitimate one. The worker runs at a lower priority (``os.nice``) and, on machines without a
+  GPU (whose driver maps huge virtual ranges), under an address-space limit (``RLIMIT_AS``) a
+  little above what the largest allowed size needs; it raises its own ``oom_score_adj`` so the
+  kernel's OOM killer picks it before the web server.
+- Whatever goes wrong (a refused spec, a busy queue, a timeout, a crash, an exception inside the
+  worker), the caller gets an AttnvizError with a plain message, never an exception's text; the
+  details go to the worker's stderr (the server log), cut to a few hundred characters. The web
+  server stays alive and the next job starts a fresh worker if needed.
 
 Core layer: no streamlit here. A page wraps ``submit`` in its own spinner and error display.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import math
 import os
+import signal
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from multiprocessing.connection import Connection
 
-from attnviz.bench.harness import DEFAULT_METHODS, LOOP_MAX_WORDS, input_bytes, parse_dtype
+from attnviz.bench.harness import (
+    DEFAULT_METHODS,
+    LOOP_MAX_WORDS,
+    MEMORY_FACTOR,
+    input_bytes,
+    moved_bytes,
+    parse_dtype,
+)
 from attnviz.errors import AttnvizError
 
 DEFAULT_TIMEOUT_S = 120.0
-# the inputs, the one-liner's (B, T, H) temporary, the copy's destination and rotating input sets
-# (at most 2x the cache): what one job may hold at once, as a multiple of x
-MEMORY_FACTOR = 4
+MAX_ROUNDS = 1000
+MAX_BLOCK_S = 1.0
+NICE = 10  # the worker's priority increment: visitors' page runs come first
+# A job's time budget (job_budget_s) assumes each method is about half as fast as the slowest we
+# measured it on a 2-core CPU at 256 MiB (benchmarks/RESULTS.md: einsum 1.4-2.3 GB/s, the one-liner
+# 3-4 GB/s, the one-pass methods and the floor 25-55 GB/s), plus a fixed start-up (inputs, the C
+# kernel's first build), times BUDGET_FACTOR for cores shared with other work.
+SLOWEST_BYTES_PER_S = {"einsum": 1e9, "broadcast": 2e9, "loop": 2e9}
+OTHER_BYTES_PER_S = 10e9  # floor, bmm, fused, auto
+LOOP_STEP_S = 20e-6  # one Python step of "loop" (about 10 µs measured)
+JOB_FIXED_S = 15.0
+BUDGET_FACTOR = 2.0
+# measured (benchmarks/RESULTS.md): the largest request the app offers took 9 s on a quiet 2-core
+# machine and 49 s at a load average of 7, where the niced worker gets a small share of a core
+WALL_SLACK = 3.0
+# the worker's address space: its own after importing torch, plus MEMORY_FACTOR x the largest
+# input allowed, plus this for libraries loaded later (the profiler, the C kernel), thread stacks
+# and allocator arenas (measured: 629 MiB after import, 1045 MiB after a job, peak 1555 MiB at
+# 64x1024x1024, the largest size the app offers)
+AS_SLACK_BYTES = 768 * 2**20
+LOG_CHARS = 300
 
 
 @dataclass(frozen=True)
@@ -84,8 +123,11 @@ def check_spec(
     if len(shape) != 3 or min(shape) < 1:
         raise AttnvizError(f"shape must be (B, T, H) of positive integers, got {shape}.")
     dtype = parse_dtype(spec.dtype)
-    if spec.rounds < 1 or spec.rounds > 1000:
-        raise AttnvizError(f"rounds must be between 1 and 1000, got {spec.rounds}.")
+    if not isinstance(spec.rounds, int) or not 1 <= spec.rounds <= MAX_ROUNDS:
+        raise AttnvizError(f"rounds must be a whole number from 1 to {MAX_ROUNDS}.")
+    if not isinstance(spec.min_block_s, int | float) or not 0 < spec.min_block_s <= MAX_BLOCK_S:
+        raise AttnvizError(f"min_block_s must be above 0 and at most {MAX_BLOCK_S:g} s.")
+    check_method_names(spec.methods)
     if "loop" in spec.methods and shape[0] * shape[1] > LOOP_MAX_WORDS:
         raise AttnvizError(
             f"'loop' runs B*T = {shape[0] * shape[1]} Python steps for {shape}; it is allowed up "
@@ -99,6 +141,53 @@ def check_spec(
             f"but the cap right now is {cap / 2**20:.1f} MiB (computed from free memory, leaving "
             f"room for the one-liner's (B, T, H) temporary). Try a smaller B, T or H."
         )
+
+
+def check_method_names(methods: tuple[str, ...]) -> None:
+    """Raise AttnvizError unless ``methods`` names known methods, each once, at least one."""
+    from attnviz.aggregation import METHODS
+
+    known = ", ".join(METHODS)
+    if not methods:
+        raise AttnvizError(f"Pick at least one method to time ({known}).")
+    if len(methods) > len(METHODS) or len(set(methods)) != len(methods):
+        raise AttnvizError(f"Name each method at most once ({known}).")
+    if any(not isinstance(m, str) or m not in METHODS for m in methods):
+        raise AttnvizError(f"Every method must be one of {known}.")
+
+
+def job_budget_s(spec: BenchSpec) -> float:
+    """Seconds of wall time ``spec`` may take in the worker: from its size, methods and rounds.
+
+    Each method (and the floor) is assumed as slow as SLOWEST_BYTES_PER_S says: each runs one first
+    call, a few warm-up calls, ``rounds`` blocks of at least ``min_block_s`` (or one call, if
+    slower), and with ``memory`` one profiled call; plus making the inputs and JOB_FIXED_S, all
+    times BUDGET_FACTOR. More methods, rounds or bytes give a larger budget, never the reverse.
+    """
+    shape = tuple(spec.shape)
+    dtype = parse_dtype(spec.dtype)
+    nbytes = moved_bytes(shape, dtype)
+    total = 0.0
+    for name in ("floor", *spec.methods):
+        c = nbytes / SLOWEST_BYTES_PER_S.get(name, OTHER_BYTES_PER_S)
+        c += shape[0] * shape[1] * LOOP_STEP_S if name == "loop" else 0.0
+        block = max(spec.min_block_s, c) + 2 * c  # Timer runs 2 untimed calls per block
+        total += 4 * c + 0.05 + spec.rounds * block + (3 * c if spec.memory else 0.0)
+    total += 2 * input_bytes(shape, dtype) / SLOWEST_BYTES_PER_S["einsum"]  # randn, copies
+    return JOB_FIXED_S + BUDGET_FACTOR * total
+
+
+def wall_limit_s(spec: BenchSpec) -> float:
+    """Wall seconds ``spec`` may hold the worker: WALL_SLACK x its budget. The budget itself is
+    enforced in CPU seconds (RLIMIT_CPU), which do not pass while the niced worker waits for a
+    core on a busy machine; the wall limit bounds that wait."""
+    return WALL_SLACK * job_budget_s(spec)
+
+
+def address_space_limit(limits: dict, baseline_bytes: int) -> int:
+    """RLIMIT_AS for the worker: its address space now, plus room for the largest allowed job."""
+    cap = size_cap("cpu", **limits)
+    return baseline_bytes + MEMORY_FACTOR * cap + AS_SLACK_BYTES
 
 
 def run_spec(spec: BenchSpec, **limits) -> list[dict]:
@@ -118,16 +207,102 @@ def run_spec(spec: BenchSpec, **limits) -> list[dict]:
     return [r.as_dict() for r in recs]
 
 
-def _worker_main(requests: Connection, replies: Connection, limits: dict) -> None:
-    """The worker process: receive (job id, spec dict), reply (job id, status, payload)."""
+def _log(text: str) -> None:
+    """One line for the server's log (the worker's stderr), cut to LOG_CHARS characters."""
+    line = " ".join(str(text).split())
+    print(f"attnviz.bench.worker: {line[:LOG_CHARS]}", file=sys.stderr, flush=True)
+
+
+def _vm_size_bytes() -> int | None:
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmSize:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def _cpu_seconds() -> float:
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _bound_process(limits: dict) -> None:
+    """In the worker: lower priority, first in line for the OOM killer, and (without a GPU) an
+    address-space limit a little above what the largest allowed job needs."""
+    import resource
+
     import torch
 
+    with contextlib.suppress(OSError):
+        os.nice(NICE)
     try:  # if memory runs out, the kernel's OOM killer should pick this process, not the server
         with open("/proc/self/oom_score_adj", "w", encoding="ascii") as f:
             f.write("1000")
     except OSError:
         pass
+    torch.ones(1 << 16).sum()  # start torch's thread pool: its stacks count in the baseline
+    baseline = _vm_size_bytes()
+    if baseline is None or torch.cuda.is_available():
+        return  # a GPU driver maps far more address space than it uses: no RLIMIT_AS there
+    limit = address_space_limit(limits, baseline)
+    try:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    except (ValueError, OSError):
+        _log("could not set RLIMIT_AS")
 
+
+def _limit_cpu(spec: BenchSpec) -> None:
+    """In the worker: a soft RLIMIT_CPU for this job (SIGXCPU ends the worker past it)."""
+    import resource
+
+    import torch
+
+    allowed = job_budget_s(spec) * max(1, torch.get_num_threads()) + 5
+    soft = math.ceil(_cpu_seconds() + allowed)
+    _soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    if hard != resource.RLIM_INFINITY:
+        soft = min(soft, hard)
+    try:
+        resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
+    except (ValueError, OSError):
+        _log("could not set RLIMIT_CPU")
+
+
+def answer(
+    job_id: int, spec_dict: dict, limits: dict, *, before_run: Callable[[BenchSpec], None]
+) -> tuple[int, str, object]:
+    """One job in the worker: (job id, "ok" | "refused" | "error", records or a plain message).
+
+    ``before_run(spec)`` runs after the checks, before the timing (the worker sets its CPU-time
+    limit there). Exceptions other than AttnvizError are logged, cut short, and answered with a
+    plain message that never contains their text.
+    """
+    import torch
+
+    try:
+        spec_dict = dict(spec_dict, shape=tuple(spec_dict["shape"]))
+        spec = BenchSpec(**dict(spec_dict, methods=tuple(spec_dict["methods"])))
+        check_spec(spec, **limits)
+        before_run(spec)
+        return (job_id, "ok", run_spec(spec, **limits))
+    except AttnvizError as e:
+        return (job_id, "refused", str(e))
+    except (getattr(torch, "OutOfMemoryError", MemoryError), MemoryError) as e:
+        _log(f"job {job_id} ran out of memory: {e}")
+        return (job_id, "error", "the benchmark ran out of memory")
+    except Exception as e:  # report plainly, log the details, stay alive for the next job
+        _log(f"job {job_id} failed: {type(e).__name__}: {e}")
+        return (job_id, "error", "the benchmark failed inside the worker")
+
+
+def _worker_main(requests: Connection, replies: Connection, limits: dict) -> None:
+    """The worker process: receive (job id, spec dict), reply (job id, status, payload)."""
+    _bound_process(limits)
     while True:
         try:
             msg = requests.recv()
@@ -136,17 +311,7 @@ def _worker_main(requests: Connection, replies: Connection, limits: dict) -> Non
         if msg is None:
             return
         job_id, spec_dict = msg
-        try:
-            spec_dict["shape"] = tuple(spec_dict["shape"])
-            spec_dict["methods"] = tuple(spec_dict["methods"])
-            payload = run_spec(BenchSpec(**spec_dict), **limits)
-            reply = (job_id, "ok", payload)
-        except AttnvizError as e:
-            reply = (job_id, "refused", str(e))
-        except (getattr(torch, "OutOfMemoryError", MemoryError), MemoryError):
-            reply = (job_id, "error", "the device ran out of memory during the benchmark")
-        except Exception as e:  # report, stay alive for the next job
-            reply = (job_id, "error", f"{type(e).__name__}: {e}")
+        reply = answer(job_id, spec_dict, limits, before_run=_limit_cpu)
         try:
             replies.send(reply)
         except (EOFError, OSError, BrokenPipeError):
@@ -166,7 +331,7 @@ class BenchWorker:
         timeout_s: float = DEFAULT_TIMEOUT_S,
         memory_fraction: float = 0.5,
         max_input_bytes: int | None = None,
-        max_waiting: int = 4,
+        max_waiting: int = 3,
     ) -> None:
         self.timeout_s = timeout_s
         self.limits = {"memory_fraction": memory_fraction, "max_input_bytes": max_input_bytes}
@@ -177,6 +342,7 @@ class BenchWorker:
         self._job_lock = threading.Lock()  # one job at a time
         self._count_lock = threading.Lock()
         self._waiting = 0
+        self._owners: set[str] = set()  # owners with a job waiting or running
         self._next_id = 0
 
     @property
@@ -235,28 +401,43 @@ class BenchWorker:
                     pass
             self._stop()
 
-    def submit(self, spec: BenchSpec, *, timeout_s: float | None = None) -> list[dict]:
+    def submit(
+        self, spec: BenchSpec, *, timeout_s: float | None = None, owner: str | None = None
+    ) -> list[dict]:
         """Run ``spec`` in the worker and return its records (dicts, as ``Measurement.as_dict``).
 
-        Raises AttnvizError with a plain message for a refused size, a busy queue, a timeout or a
-        crashed worker. ``timeout_s`` counts from when the job starts running (not its wait).
+        Raises AttnvizError with a plain message for a refused spec, a busy queue, a second job
+        of the same ``owner`` (a session id) while one waits or runs, a job past its time (the
+        smaller of ``timeout_s`` and ``wall_limit_s(spec)``, counted from when it starts, not its
+        wait) or a crashed worker.
         """
-        timeout_s = self.timeout_s if timeout_s is None else timeout_s
+        limit = self.timeout_s if timeout_s is None else timeout_s
         if spec.device == "cpu":  # CUDA is only ever touched inside the worker
             check_spec(spec, **self.limits)
+        else:
+            check_method_names(tuple(spec.methods))
+        limit = min(limit, wall_limit_s(spec))
         with self._count_lock:
+            if owner is not None and owner in self._owners:
+                raise AttnvizError(
+                    "Your previous benchmark is still waiting or running; its results appear "
+                    "when it finishes. Start the next one after that."
+                )
             if self._waiting >= self.max_waiting:
                 raise AttnvizError(
                     f"The benchmark runner is busy ({self._waiting} jobs waiting); try again in "
                     f"a moment."
                 )
             self._waiting += 1
+            if owner is not None:
+                self._owners.add(owner)
         try:
             with self._job_lock:
-                return self._run(spec, timeout_s)
+                return self._run(spec, limit)
         finally:
             with self._count_lock:
                 self._waiting -= 1
+                self._owners.discard(owner)
 
     def _run(self, spec: BenchSpec, timeout_s: float) -> list[dict]:
         self._ensure_started()
@@ -284,7 +465,10 @@ class BenchWorker:
                     return payload
                 if status == "refused":
                     raise AttnvizError(payload)
-                raise AttnvizError(f"The benchmark of {shape} on {spec.device} failed: {payload}.")
+                raise AttnvizError(
+                    f"The benchmark of {shape} on {spec.device} failed: {payload}. Nothing else "
+                    f"was affected; try a smaller size or fewer methods."
+                )
             if not self._alive():
                 break
             if time.monotonic() > deadline:
@@ -294,10 +478,14 @@ class BenchWorker:
                     f"{timeout_s:g} s and was stopped. Try a smaller size or fewer methods."
                 )
         code = self._stop()
+        why = (
+            "it used up its CPU-time budget"
+            if code == -signal.SIGXCPU
+            else "e.g. killed for using too much memory"
+        )
         raise AttnvizError(
-            f"The benchmark worker stopped while timing {shape} on {spec.device} (exit code "
-            f"{code}, e.g. killed for using too much memory). Nothing else was affected; the next "
-            f"job starts a fresh worker."
+            f"The benchmark worker stopped while timing {shape} on {spec.device} ({why}). "
+            f"Nothing else was affected; the next job starts a fresh worker."
         )
 
 
@@ -314,9 +502,11 @@ def get_worker(**options) -> BenchWorker:
         return _RUNNER
 
 
-def submit(spec: BenchSpec, *, timeout_s: float | None = None) -> list[dict]:
+def submit(
+    spec: BenchSpec, *, timeout_s: float | None = None, owner: str | None = None
+) -> list[dict]:
     """Run ``spec`` on the process-wide runner; see ``BenchWorker.submit``."""
-    return get_worker().submit(spec, timeout_s=timeout_s)
+    return get_worker().submit(spec, timeout_s=timeout_s, owner=owner)
 
 
 def _serve() -> None:

@@ -3,6 +3,10 @@
 - ``time_vs_bytes_figure``: median time vs input size, per method per device (log-log), the read
   floor dashed, error bars from the interquartile range, and where a GPU overtakes the CPU.
 - ``roofline_figure``: achieved GB/s vs input size, with each device's read floor as its roof.
+
+Both shade the sizes whose data fits in the last-level cache (there the floor is not a memory
+floor and a method can beat it) and draw noisy points (IQR above ``NOISY_SPREAD`` of the median)
+as open markers, so a single unsteady point does not read like a solid one.
 - ``extra_memory_figure``: measured peak extra memory per method, against the size of x itself:
   the one-liner's (B, T, H) temporary.
 
@@ -11,6 +15,7 @@ Every figure stores a plain-text description in ``fig.layout.meta["description"]
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 
 import plotly.graph_objects as go
@@ -18,13 +23,17 @@ import plotly.graph_objects as go
 from attnviz.bench.harness import (
     COPY,
     FLOOR,
+    NOISY_SPREAD,
     Measurement,
     format_bytes,
     format_time,
     input_bytes,
+    is_noisy,
     parse_dtype,
+    regime,
 )
 from attnviz.bench.sweep import crossover, roofline
+from attnviz.figures.heatmap import describe
 
 # Okabe-Ito: distinguishable with the common colour-vision deficiencies
 PALETTE = {
@@ -50,13 +59,6 @@ def _xbytes(r: dict) -> int:
     return input_bytes(tuple(r["shape"]), parse_dtype(r["dtype"]))
 
 
-def _describe(fig: go.Figure, text: str) -> go.Figure:
-    meta = dict(fig.layout.meta) if isinstance(fig.layout.meta, dict) else {}
-    meta["description"] = text
-    fig.update_layout(meta=meta)
-    return fig
-
-
 def _series(records: list[dict]) -> dict[tuple[str, str], list[dict]]:
     """(device, method) -> records sorted by input bytes."""
     out: dict[tuple[str, str], list[dict]] = {}
@@ -74,6 +76,84 @@ def _kind(device: str) -> str:
 def _line(device: str, method: str) -> dict:
     dash = "dot" if method in (FLOOR, COPY) else DASH.get(_kind(device), "solid")
     return {"color": PALETTE.get(method, "#444444"), "dash": dash, "width": 2.5}
+
+
+def _marker(device: str, rs: list[dict]) -> dict:
+    """Solid markers for steady points, open ones for noisy points (IQR > NOISY_SPREAD)."""
+    base = SYMBOL.get(_kind(device), "circle")
+    return {"symbol": [f"{base}-open" if is_noisy(r) else base for r in rs], "size": 8}
+
+
+def _cache_limit(records: list[dict]) -> float | None:
+    """Input bytes up to which the data fits in cache on the CPU (None: no record says so).
+
+    The boundary sits halfway (in log scale) between the largest size that fits and the next one.
+    """
+    sizes = sorted({(_xbytes(r), regime(r)) for r in records if _kind(r["device"]) == "cpu"})
+    fits = [x for x, where in sizes if where == "cache"]
+    if not fits:
+        return None
+    above = [x for x, where in sizes if where == "memory" and x > max(fits)]
+    return math.sqrt(max(fits) * min(above)) if above else max(fits) * 2
+
+
+def _shade_cache(fig: go.Figure, records: list[dict], ys: list[float]) -> float | None:
+    """A grey band over the sizes whose data fits in cache, as a trace (data coordinates)."""
+    limit = _cache_limit(records)
+    ys = [y for y in ys if y and y > 0]
+    if limit is None or not ys:
+        return None
+    lo_x = min(_xbytes(r) for r in records) / 1.5
+    lo_y, hi_y = min(ys) / 1.5, max(ys) * 1.5
+    fig.add_trace(
+        go.Scatter(
+            x=[lo_x, limit, limit, lo_x, lo_x],
+            y=[lo_y, lo_y, hi_y, hi_y, lo_y],
+            fill="toself",
+            fillcolor="rgba(120, 120, 120, 0.12)",
+            line={"width": 0},
+            mode="lines",
+            name="data fits in cache",
+            hoverinfo="skip",
+        )
+    )
+    fig.data = (fig.data[-1], *fig.data[:-1])  # the band goes behind the lines
+    return limit
+
+
+def _noisy_legend(fig: go.Figure, records: list[dict]) -> list[dict]:
+    """A legend entry explaining open markers, when any point is noisy; the noisy records."""
+    noisy = [r for r in records if is_noisy(r)]
+    if noisy:
+        fig.add_trace(
+            go.Scatter(
+                x=[None],
+                y=[None],
+                mode="markers",
+                marker={"symbol": "circle-open", "size": 8, "color": "#444444"},
+                name=f"open: noisy (IQR > {NOISY_SPREAD:.0%} of median)",
+            )
+        )
+    return noisy
+
+
+def _regime_text(records: list[dict], noisy: list[dict], limit: float | None) -> str:
+    parts = []
+    if limit is not None:
+        parts.append(
+            f"The shaded sizes, up to about {format_bytes(limit)} of input, fit in the CPU's "
+            f"last-level cache: there the floor x.sum() measures the sum's own speed, not "
+            f"memory's, so a method can beat it. Above them the floor is a DRAM-bandwidth floor."
+        )
+    if noisy:
+        names = ", ".join(
+            f"{r['method']} at {'x'.join(map(str, r['shape']))}" for r in noisy[:6]
+        ) + (f" and {len(noisy) - 6} more" if len(noisy) > 6 else "")
+        parts.append(
+            f"Open markers are noisy points whose spread (IQR) is above {NOISY_SPREAD:.0%} of "
+            f"their median: {names}. Rerun to read them."
+        )
+    return (" " + " ".join(parts)) if parts else ""
 
 
 def _byte_ticks(values: Iterable[float]) -> tuple[list[float], list[str]]:
@@ -149,14 +229,21 @@ def time_vs_bytes_figure(records: Iterable[Measurement | dict]) -> go.Figure:
                 mode="lines+markers",
                 name=f"{method} · {device}",
                 line=_line(device, method),
-                marker={"symbol": SYMBOL.get(_kind(device), "circle"), "size": 8},
+                marker=_marker(device, rs),
                 customdata=[
-                    ["x".join(map(str, r["shape"])), format_time(r["median_s"])] for r in rs
+                    [
+                        "x".join(map(str, r["shape"])),
+                        format_time(r["median_s"]),
+                        format_time(r.get("iqr_s")),
+                    ]
+                    for r in rs
                 ],
-                hovertemplate="%{customdata[0]} (%{x:.3s}B): %{customdata[1]}<extra>"
-                + f"{method} · {device}</extra>",
+                hovertemplate="%{customdata[0]} (%{x:.3s}B): %{customdata[1]}, IQR "
+                "%{customdata[2]}<extra>" + f"{method} · {device}</extra>",
             )
         )
+    limit = _shade_cache(fig, recs, [r["median_s"] for r in recs])
+    noisy = _noisy_legend(fig, recs)
     _layout(fig, "Time per call vs input size", "median time per call")
     tickvals, ticktext = _time_ticks([r["median_s"] for r in recs])
     fig.update_yaxes(tickvals=tickvals, ticktext=ticktext)
@@ -184,7 +271,7 @@ def time_vs_bytes_figure(records: Iterable[Measurement | dict]) -> go.Figure:
         else:
             fig.add_vline(x=at, line={"color": "#555555", "dash": "dash", "width": 1})
             fig.add_annotation(
-                x=at,
+                x=math.log10(at),  # annotations on a log axis take log10 positions
                 y=1,
                 yref="paper",
                 xanchor="left",
@@ -197,7 +284,21 @@ def time_vs_bytes_figure(records: Iterable[Measurement | dict]) -> go.Figure:
             )
     if not recs:
         parts.append("No measurements yet.")
-    return _describe(fig, "Time per call against input size on log-log axes. " + " ".join(parts))
+    return describe(
+        fig,
+        "Time per call against input size on log-log axes. "
+        + " ".join(parts)
+        + _regime_text(recs, noisy, limit),
+    )
+
+
+def _gbps_band(r: dict) -> tuple[float, float]:
+    """(above, below) the median GB/s: the speeds at the first and third quartile of the time."""
+    q1, q3 = r.get("q1_s"), r.get("q3_s")
+    if not q1 or not q3:
+        return 0.0, 0.0
+    per_s = r["gbps"] * r["median_s"]  # GB per call
+    return max(0.0, per_s / q1 - r["gbps"]), max(0.0, r["gbps"] - per_s / q3)
 
 
 def roofline_figure(records: Iterable[Measurement | dict]) -> go.Figure:
@@ -205,14 +306,22 @@ def roofline_figure(records: Iterable[Measurement | dict]) -> go.Figure:
     recs = _records(records)
     fig = go.Figure()
     for (device, method), rs in sorted(_series(recs).items()):
+        bands = [_gbps_band(r) for r in rs]
         fig.add_trace(
             go.Scatter(
                 x=[_xbytes(r) for r in rs],
                 y=[r["gbps"] for r in rs],
+                error_y={
+                    "type": "data",
+                    "symmetric": False,
+                    "array": [b[0] for b in bands],
+                    "arrayminus": [b[1] for b in bands],
+                    "thickness": 1,
+                },
                 mode="lines+markers",
                 name=f"{method} · {device}",
                 line=_line(device, method),
-                marker={"symbol": SYMBOL.get(_kind(device), "circle"), "size": 8},
+                marker=_marker(device, rs),
                 customdata=[
                     [
                         "x".join(map(str, r["shape"])),
@@ -220,8 +329,8 @@ def roofline_figure(records: Iterable[Measurement | dict]) -> go.Figure:
                     ]
                     for r in rs
                 ],
-                hovertemplate="%{customdata[0]}: %{y:.3g} GB/s (%{customdata[1]} of the floor)"
-                + f"<extra>{method} · {device}</extra>",
+                hovertemplate="%{customdata[0]}: %{y:.3g} GB/s, %{customdata[1]} of the floor's "
+                "speed (higher is faster)" + f"<extra>{method} · {device}</extra>",
             )
         )
     roofs = roofline(recs)
@@ -240,6 +349,8 @@ def roofline_figure(records: Iterable[Measurement | dict]) -> go.Figure:
                 hoverinfo="skip",
             )
         )
+    limit = _shade_cache(fig, recs, [r["gbps"] for r in recs])
+    noisy = _noisy_legend(fig, recs)
     _layout(fig, "Bandwidth achieved vs input size", "GB/s (read x and w, write the output)")
     parts = []
     for device in sorted(roofs):
@@ -254,14 +365,17 @@ def roofline_figure(records: Iterable[Measurement | dict]) -> go.Figure:
         )
         parts.append(
             f"On {device} the best plain read reaches {roofs[device]:.3g} GB/s; at {shape} the "
-            f"methods reach this share of the read floor measured in the same run: {shares}."
+            f"methods reach this % of the read floor's speed measured in the same run (higher is "
+            f"faster): {shares}."
         )
     text = (
         "Achieved bandwidth against input size. The operation reads every number of x once and "
-        "does two flops per number, so it is limited by memory bandwidth: the read floor x.sum() "
-        "is the roof. " + (" ".join(parts) if parts else "No measurements yet.")
+        "does two flops per number, so once x is larger than the cache it is limited by memory "
+        "bandwidth: the read floor x.sum() is the roof. "
+        + (" ".join(parts) if parts else "No measurements yet.")
+        + _regime_text(recs, noisy, limit)
     )
-    return _describe(fig, text)
+    return describe(fig, text)
 
 
 def extra_memory_figure(records: Iterable[Measurement | dict]) -> go.Figure:
@@ -277,7 +391,7 @@ def extra_memory_figure(records: Iterable[Measurement | dict]) -> go.Figure:
                 mode="lines+markers",
                 name=f"{method} · {device}",
                 line=_line(device, method),
-                marker={"symbol": SYMBOL.get(_kind(device), "circle"), "size": 8},
+                marker=_marker(device, rs),
                 customdata=[
                     ["x".join(map(str, r["shape"])), format_bytes(r["extra_peak_bytes"])]
                     for r in rs
@@ -322,4 +436,4 @@ def extra_memory_figure(records: Iterable[Measurement | dict]) -> go.Figure:
         "about as much again as x; the one-pass methods need only the (B, H) output. "
         + (" ".join(parts) if parts else "No memory measurements yet (run with memory=True).")
     )
-    return _describe(fig, text)
+    return describe(fig, text)

@@ -1,30 +1,65 @@
 """Performance: time the same aggregation on the CPU or a GPU, every method side by side.
 
-Timings come from ``attnviz.bench`` run in its worker process (one job at a time, a size cap from
-free memory checked before allocating, a timeout): warm-up, synchronised, many rounds, median and
-IQR, and a plain read of the same bytes (the floor) timed in the same run.
+Timings come from ``attnviz.bench`` run in its worker process (one job at a time, one per session,
+a time budget and OS limits, a size cap from free memory checked before allocating): warm-up,
+synchronised, many rounds, median and IQR, and a plain read of the same bytes (the floor) timed
+in the same run. Every widget value is parsed by ``attnviz.bench.request`` before it is used.
 """
 
 from __future__ import annotations
+
+import secrets
 
 import pandas as pd
 import streamlit as st
 import torch
 
-import attnviz
-from attnviz import bench, figures
+from attnviz import bench
+from attnviz.bench import request, worker
 from attnviz.bench import sweep as bench_sweep
-from attnviz.bench import worker
+from attnviz.bench.harness import NOISY_SPREAD, input_bytes, is_noisy, regime
 from attnviz.errors import AttnvizError
 from attnviz.figures import performance as perf_figures
+from attnviz.ui.safe import inert
+from attnviz.ui.sections import show_figure
 
-APP_MAX_INPUT_BYTES = 512 * 2**20  # a public server: no job may ask for more than this
+APP_MAX_INPUT_BYTES = 512 * 2**20  # a public server: the sizes offered stay under this
 SWEEP_MAX_INPUT_BYTES = 64 * 2**20  # the sweep button stays under a minute on a small CPU
-TIMEOUT_S = 90.0
+TIMEOUT_S = 180.0  # the outer cap; each job has its own, smaller limit (worker.wall_limit_s)
+ROUNDS = 15  # per job: the default sweep's order then repeats run to run (benchmarks/RESULTS.md)
+RATIO = "% of the floor's speed (higher is faster)"
+
+
+def job_cap_bytes() -> int:
+    """The worker's size cap: the inputs of the largest size offered, and no more."""
+    return max(input_bytes(s, torch.float32) for s in request.offered_sizes(APP_MAX_INPUT_BYTES))
 
 
 def _runner() -> worker.BenchWorker:
-    return worker.get_worker(max_input_bytes=APP_MAX_INPUT_BYTES, timeout_s=TIMEOUT_S)
+    return worker.get_worker(max_input_bytes=job_cap_bytes(), timeout_s=TIMEOUT_S)
+
+
+def _owner() -> str:
+    """This session's name for the worker's queue (one job per session)."""
+    if "pf_owner" not in st.session_state:
+        st.session_state["pf_owner"] = secrets.token_hex(8)
+    return st.session_state["pf_owner"]
+
+
+def _ratio(r: dict) -> str:
+    ratio = r.get("ratio_to_floor")
+    if ratio is None:
+        return ""
+    return f"{100 * ratio:.3g}%" if ratio < 10 else f"{100 * ratio:.0f}%"
+
+
+def _spread(r: dict) -> str:
+    pct = 100 * r["iqr_s"] / r["median_s"] if r["median_s"] > 0 else 0.0
+    return (
+        f"{bench.format_time(r['iqr_s'])} ({pct:.2g}%)"
+        if pct < 10
+        else (f"{bench.format_time(r['iqr_s'])} ({pct:.0f}%)")
+    )
 
 
 def _table(records: list[dict]) -> pd.DataFrame:
@@ -32,11 +67,10 @@ def _table(records: list[dict]) -> pd.DataFrame:
         {
             "method": r["method"],
             "median": bench.format_time(r["median_s"]),
-            "IQR": bench.format_time(r["iqr_s"]),
-            "GB/s": f"{r['gbps']:.2f}",
-            "vs floor": ""
-            if r.get("ratio_to_floor") is None
-            else f"{100 * r['ratio_to_floor']:.0f}%",
+            "spread (IQR)": _spread(r),
+            "steady?": "noisy: rerun" if is_noisy(r) else "yes",
+            "speed": bench.format_rate(r["gbps"] * 1e9),
+            RATIO: _ratio(r),
             "extra memory": bench.format_bytes(r.get("extra_peak_bytes")),
             "first call": bench.format_time(r.get("first_call_s")),
             "runs as": r.get("notes", {}).get("path", ""),
@@ -45,27 +79,42 @@ def _table(records: list[dict]) -> pd.DataFrame:
     ).set_index("method")
 
 
-def _controls(devices: list[bench.DeviceInfo]) -> tuple[str, tuple[int, int, int], list[str]]:
+def _controls(devices: list[bench.DeviceInfo]) -> tuple[object, object, object]:
+    """The raw widget values (device, size, methods): parsed by the caller, never trusted."""
     cols = st.columns([1.6, 1.2, 3])
     names = {d.device: f"{d.device}: {d.name}" for d in devices}
     device = cols[0].selectbox(
-        "Device", list(names), format_func=names.__getitem__, key="pf_device"
+        "Device", list(names), format_func=lambda d: names.get(d, "?"), key="pf_device"
     )
-    sizes = bench_sweep.sizes_up_to(APP_MAX_INPUT_BYTES)
+    sizes = request.offered_sizes(APP_MAX_INPUT_BYTES)
     shape = cols[1].selectbox(
-        "Size (B × T × H)",
-        sizes,
-        format_func=lambda s: f"{s[0]} × {s[1]} × {s[2]}",
-        key="pf_size",
+        "Size (B × T × H)", sizes, format_func=lambda s: " × ".join(map(str, s)), key="pf_size"
     )
-    choices = [m for m in attnviz.METHODS if m != "loop" or shape[0] * shape[1] <= 4096]
+    try:
+        choices = request.offered_methods(request.parse_size(shape, sizes))
+    except AttnvizError:
+        choices = request.offered_methods(sizes[0])
     methods = cols[2].multiselect(
         "Methods",
         choices,
         default=[m for m in bench.DEFAULT_METHODS if m in choices],
         key="pf_methods",
     )
-    return device, tuple(shape), methods
+    return device, shape, methods
+
+
+def _caption() -> None:
+    st.caption(
+        "The floor is a plain read of the same bytes (`x.sum()`), timed in the same rounds. Once "
+        "the data no longer fits in the last-level cache it is a DRAM-bandwidth floor: a one-pass "
+        "method can at best match it, so a few % above 100% is timing noise. Where the data fits "
+        "in cache (small sizes, marked), the floor measures the sum's own speed rather than "
+        "memory's, and a method can beat it. Speed counts reading net_output and att_scores "
+        "once and writing weighted once. Spread is the interquartile range of the rounds; a "
+        f"point whose spread exceeds {NOISY_SPREAD:.0%} of its median is flagged noisy. Extra "
+        "memory is the measured peak above the inputs: the one-liner materialises a (B, T, H) "
+        "temporary."
+    )
 
 
 def page() -> None:
@@ -80,54 +129,60 @@ def page() -> None:
             icon=":material/memory:",
         )
     device, shape, methods = _controls(devices)
-    st.caption(
-        "The floor is a plain read of the same bytes (`x.sum()`): a one-pass method can at best "
-        "match it, so a few % above 100% is timing noise. "
-        "GB/s counts reading net_output and att_scores once and writing weighted once. "
-        "Extra memory is the measured peak above the inputs: the one-liner materialises a "
-        "(B, T, H) temporary."
-    )
+    _caption()
     cols = st.columns([1, 1, 4])
     run = cols[0].button("Time them", key="pf_run", type="primary", icon=":material/timer:")
     run_sweep = cols[1].button("Sweep sizes", key="pf_sweep", icon=":material/show_chart:")
-    if (run or run_sweep) and not methods:
-        st.warning("Pick at least one method to time.")
-        return
     try:
+        if run or run_sweep:
+            spec = request.parse_request(
+                device,
+                shape,
+                methods,
+                devices=[d.device for d in devices],
+                sizes=request.offered_sizes(APP_MAX_INPUT_BYTES),
+                rounds=ROUNDS,
+            )
         if run:
-            spec = worker.BenchSpec(shape=shape, device=device, methods=tuple(methods))
             with st.spinner("Timing in the worker process: warm-up, then many rounds…"):
-                st.session_state["pf_last"] = _runner().submit(spec)
+                st.session_state["pf_last"] = _runner().submit(spec, owner=_owner())
         if run_sweep:
-            sizes = bench_sweep.sizes_up_to(SWEEP_MAX_INPUT_BYTES)
-            jobs = [(d.device, size) for d in devices for size in sizes]  # every device: crossover
-            records: list[dict] = []
-            bar = st.progress(0.0, text="Sweeping sizes…")
-            for i, (dev, size) in enumerate(jobs):
-                ms = [m for m in methods if m != "loop" or size[0] * size[1] <= 4096]
-                spec = worker.BenchSpec(shape=size, device=dev, methods=tuple(ms), rounds=5)
-                records += _runner().submit(spec)
-                bar.progress((i + 1) / len(jobs), text=f"Timed {i + 1} of {len(jobs)} sizes")
-            bar.empty()
-            st.session_state["pf_sweep_records"] = records
+            st.session_state["pf_sweep_records"] = _sweep(devices, spec.methods)
     except AttnvizError as e:
-        st.error(str(e), icon="⚠️")
+        st.error(inert(str(e)), icon="⚠️")
     last = st.session_state.get("pf_last")
     if last:
         b, t, h = last[0]["shape"]
-        st.markdown(f"#### {b} × {t} × {h} on {last[0]['device']}: {last[0]['device_name']}")
+        where = (
+            "the data fits in cache" if regime(last[0]) == "cache" else "the data comes from memory"
+        )
+        st.markdown(f"#### {b} × {t} × {h} on {last[0]['device']}: {inert(last[0]['device_name'])}")
+        st.caption(
+            f"{bench.format_bytes(input_bytes((b, t, h), torch.float32))} of input: {where}."
+        )
         st.dataframe(_table(last), width="stretch")
     elif not st.session_state.get("pf_sweep_records"):
         st.markdown(
             "Press **Time them** to measure the chosen size, or **Sweep sizes** to see time and "
-            "GB/s grow from the 2 × 3 × 5 example to millions of numbers."
+            "speed grow from the 2 × 3 × 5 example to millions of numbers."
         )
     _sweep_view(st.session_state.get("pf_sweep_records"))
 
 
-def _figure(fig, key: str) -> None:
-    st.plotly_chart(fig, key=key, width="stretch", theme=None, config={"displaylogo": False})
-    st.caption(figures.description(fig))
+def _sweep(devices: list[bench.DeviceInfo], methods: tuple[str, ...]) -> list[dict]:
+    """Every offered size up to SWEEP_MAX_INPUT_BYTES on every device (for the crossover)."""
+    sizes = request.offered_sizes(SWEEP_MAX_INPUT_BYTES)
+    jobs = [(d.device, size) for d in devices for size in sizes]
+    records: list[dict] = []
+    bar = st.progress(0.0, text="Sweeping sizes…")
+    for i, (dev, size) in enumerate(jobs):
+        ms = tuple(m for m in methods if m in request.offered_methods(size))
+        if ms:  # "loop" alone is not offered at the larger sizes
+            spec = worker.BenchSpec(shape=size, device=dev, methods=ms, rounds=ROUNDS)
+            records += _runner().submit(spec, owner=_owner())
+        bar.progress((i + 1) / len(jobs), text=f"Timed {i + 1} of {len(jobs)} sizes")
+    bar.empty()
+    return records
 
 
 def _sweep_view(records: list[dict] | None) -> None:
@@ -149,23 +204,29 @@ def _sweep_view(records: list[dict] | None) -> None:
             "GPU, kernel launches and transfers dominate the tiny example, so the CPU wins there; "
             "the GPU overtakes it only once the input is large."
         )
-    _figure(perf_figures.time_vs_bytes_figure(records), "pf_fig_time")
+    show_figure(perf_figures.time_vs_bytes_figure(records), "pf_fig_time")
     roofs = bench_sweep.roofline(records)
     st.markdown(
-        "#### GB/s against the measured bandwidth\n"
-        + " ".join(f"Read floor on {d}: **{g:.1f} GB/s**." for d, g in roofs.items())
+        "#### Speed against the measured bandwidth\n"
+        + " ".join(
+            f"Read floor on {d}: **{bench.format_rate(g * 1e9)}**." for d, g in roofs.items()
+        )
     )
-    _figure(perf_figures.roofline_figure(records), "pf_fig_roof")
+    show_figure(perf_figures.roofline_figure(records), "pf_fig_roof")
     st.markdown("#### The one-liner's extra memory")
-    _figure(perf_figures.extra_memory_figure(records), "pf_fig_mem")
+    show_figure(perf_figures.extra_memory_figure(records), "pf_fig_mem")
     st.markdown("#### Every measurement")
     table = pd.DataFrame(
         {
             "shape": "×".join(str(s) for s in r["shape"]),
             "device": r["device"],
+            "data": "fits in cache" if regime(r) == "cache" else "from memory",
             "method": r["method"],
             "median": bench.format_time(r["median_s"]),
-            "GB/s": f"{r['gbps']:.2f}",
+            "spread (IQR)": _spread(r),
+            "steady?": "noisy: rerun" if is_noisy(r) else "yes",
+            "speed": bench.format_rate(r["gbps"] * 1e9),
+            RATIO: _ratio(r),
             "extra memory": bench.format_bytes(r.get("extra_peak_bytes")),
         }
         for r in records

@@ -1,0 +1,134 @@
+"""The Performance page through streamlit.testing.v1 AppTest: honest labels, readable numbers,
+and widget values checked on the server (a forged multiselect gives a plain message or is
+de-duplicated, never a Python exception text). Structure only: no assertion depends on speed."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import torch
+from streamlit.testing.v1 import AppTest
+from streamlit.util import calc_hash
+
+from attnviz.bench.harness import NOISY_SPREAD
+from attnviz.ui import performance
+
+APP = str(Path(__file__).resolve().parents[1] / "app.py")
+TIMEOUT = 120
+RATE = re.compile(r"^\d+(\.\d+)? (B|kB|MB|GB|TB)/s$")  # a positive number with a unit
+TIME = re.compile(r"^\d+(\.\d+)? (ns|µs|ms|s)$")
+PERCENT = re.compile(r"^\d+(\.\d+)?%$")
+
+
+def _app() -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at._page_hash = calc_hash("performance")  # st.Page's url_path, as the navigation registers it
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def _texts(at: AppTest) -> str:
+    parts = [e.value for e in (*at.error, *at.warning, *at.info, *at.success)]
+    parts += [m.value for m in (*at.markdown, *at.caption, *at.code)]
+    return "\n".join(str(p) for p in parts)
+
+
+def _timed(at: AppTest, methods: list[str]) -> AppTest:
+    at.multiselect(key="pf_methods").set_value(methods).run()
+    at.button(key="pf_run").click().run()
+    assert not at.exception, at.exception
+    return at
+
+
+def _result_table(at: AppTest):
+    return next(d.value for d in at.dataframe if "speed" in d.value.columns)
+
+
+def test_performance_says_honestly_when_there_is_no_gpu():
+    at = _app()
+    has_gpu = torch.cuda.is_available() or torch.backends.mps.is_available()
+    assert ("No GPU on this server" in _texts(at)) != has_gpu
+
+
+def test_performance_times_every_chosen_method_against_the_floor():
+    at = _timed(_app(), ["broadcast", "einsum"])
+    assert not at.error
+    assert list(_result_table(at).index) == ["floor", "broadcast", "einsum"]
+
+
+def test_speed_is_a_positive_number_with_a_unit():
+    at = _timed(_app(), ["broadcast", "einsum"])
+    table = _result_table(at)
+    assert all(RATE.match(v) for v in table["speed"]), list(table["speed"])
+    assert all(TIME.match(v) for v in table["median"]), list(table["median"])
+
+
+def test_ratio_column_says_higher_is_faster():
+    at = _timed(_app(), ["bmm"])
+    table = _result_table(at)
+    assert performance.RATIO == "% of the floor's speed (higher is faster)"
+    assert table.loc["floor", performance.RATIO] == "100%"
+    assert PERCENT.match(table.loc["bmm", performance.RATIO])
+
+
+def test_spread_and_steadiness_are_shown_for_every_method():
+    at = _timed(_app(), ["bmm"])
+    table = _result_table(at)
+    assert all(re.match(r"^\S+ \S+ \(\d+(\.\d+)?%\)$", v) for v in table["spread (IQR)"])
+    assert set(table["steady?"]) <= {"yes", "noisy: rerun"}
+
+
+def test_caption_explains_the_floor_and_the_cache():
+    text = _texts(_app())
+    assert "DRAM-bandwidth floor" in text and "fits in cache" in text
+    assert f"{NOISY_SPREAD:.0%} of its median" in text
+
+
+def test_result_heading_says_whether_the_data_fits_in_cache():
+    at = _timed(_app(), ["bmm"])
+    assert "2 × 3 × 5 on cpu" in _texts(at) and "the data fits in cache" in _texts(at)
+
+
+def test_performance_times_a_chosen_size():
+    at = _app()
+    at.selectbox(key="pf_size").set_value((4, 16, 32)).run()
+    at = _timed(at, ["bmm"])
+    assert not at.error
+    assert "4 × 16 × 32 on cpu" in _texts(at)
+
+
+def test_performance_with_no_method_asks_for_one():
+    at = _timed(_app(), [])
+    assert "Pick at least one method" in _texts(at)
+
+
+def test_forged_repeated_methods_are_timed_once_each():
+    at = _timed(_app(), ["einsum"] * 20 + ["bmm"] * 5)
+    assert not at.error
+    assert list(_result_table(at).index) == ["floor", "einsum", "bmm"]
+
+
+def test_forged_long_method_list_gives_a_plain_message():
+    at = _timed(_app(), ["einsum"] * 300)
+    message = " ".join(e.value for e in at.error)
+    assert "picked from the list" in message
+    assert "Error" not in message and "zip" not in message
+    assert not [d for d in at.dataframe if "speed" in d.value.columns]
+
+
+@pytest.mark.slow
+def test_performance_sweep_draws_time_bandwidth_and_memory(monkeypatch):
+    monkeypatch.setattr(performance, "SWEEP_MAX_INPUT_BYTES", 16 * 2**10)  # two small sizes
+    at = _app()
+    at.multiselect(key="pf_methods").set_value(["broadcast", "bmm"]).run()
+    at.button(key="pf_sweep").click().run()
+    assert not at.exception and not at.error
+    charts = {e.proto.id for e in at.get("plotly_chart")}
+    assert len(charts) == 3
+    assert "Read floor on cpu" in _texts(at) and "Crossover" in _texts(at)
+    sweep = next(d.value for d in at.dataframe if "shape" in d.value.columns)
+    assert set(sweep["data"]) <= {"fits in cache", "from memory"}
+    assert all(RATE.match(v) for v in sweep["speed"])
