@@ -421,6 +421,8 @@ class Session:
             elif kind == "navigation":
                 self.page_script_hash = fm.navigation.page_script_hash or self.page_script_hash
                 self._learn_pages(fm.navigation.app_pages)
+            elif kind == "page_info_changed":  # the page rewrote its link (st.query_params)
+                self.query_string = fm.page_info_changed.query_string
             elif kind == "page_not_found":
                 run.page_not_found = True
             elif kind == "auto_rerun":
