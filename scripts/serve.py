@@ -56,6 +56,7 @@ class Settings:
     replicas: int = field(default_factory=_cores)
     proxy_port: int = 8740
     replica_port: int = 8700
+    replica_ports: list[int] = field(default_factory=list)  # explicit ports (tests pick free ones)
     run_dir: Path = field(default_factory=default_run_dir)
     data_dir: Path | None = None  # default run_dir / "data"
     class_store: str = ""  # "" -> SQLite under data_dir; "redis://host:port/db" for many processes
@@ -75,6 +76,8 @@ class Settings:
 
     @property
     def ports(self) -> list[int]:
+        if self.replica_ports:
+            return list(self.replica_ports)
         return [self.replica_port + i for i in range(self.replicas)]
 
     @property
@@ -87,7 +90,7 @@ class Settings:
 
     def save(self) -> None:
         keep = ("replicas", "proxy_port", "replica_port", "threads", "class_store")
-        data = {k: getattr(self, k) for k in keep}
+        data = {k: getattr(self, k) for k in keep} | {"replica_ports": self.ports}
         data["data_dir"] = str(self.data_dir) if self.data_dir else ""
         (self.run_dir / "settings.json").write_text(json.dumps(data, indent=1) + "\n")
 
@@ -100,6 +103,7 @@ class Settings:
             data = json.loads(path.read_text())
             for k in ("replicas", "proxy_port", "replica_port", "threads", "class_store"):
                 setattr(s, k, type(getattr(s, k))(data[k]))
+            s.replica_ports = [int(p) for p in data["replica_ports"]]
             s.data_dir = Path(data["data_dir"]) if data["data_dir"] else None
         return s
 
@@ -139,8 +143,8 @@ def _supervisor_env(env: dict[str, str]) -> str:
 
 def write_configs(s: Settings) -> list[Path]:
     """Write haproxy.cfg and supervisord.conf (mode 600: it holds the cookie secret) into run_dir."""
-    if s.replicas < 1:
-        raise ValueError("--replicas must be at least 1")
+    if s.replicas < 1 or len(set(s.ports)) != s.replicas:
+        raise ValueError(f"{s.replicas} replicas need as many distinct ports, got {s.ports}")
     (s.run_dir / "log").mkdir(parents=True, exist_ok=True)
     s.run_dir.chmod(0o700)
     Path(environment(s)["ATTNVIZ_DATA_DIR"]).mkdir(parents=True, exist_ok=True)

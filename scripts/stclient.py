@@ -15,6 +15,8 @@ trigger value sent once. A widget inside an ``st.fragment`` reruns only its frag
         run = s.rerun()
         assert run.ok and "Step 2" in run.text()
         s.send(BackMsg(clear_cache=True))        # any (forged) message
+        for fid in s.auto_reruns:                # what a browser's fragment timers send
+            s.rerun(fragment_id=fid, is_auto_rerun=True)
 
 Run as a script for a quick look at a server: ``python scripts/stclient.py http://127.0.0.1:8501``.
 Uses the ``websockets`` package (a dependency of streamlit itself) and ``requests``.
@@ -228,6 +230,9 @@ class Session:
         self._triggers: dict[str, WidgetState] = {}  # id -> one-shot value for the next rerun
         self.known: dict[str, Elem] = {}  # user key -> last seen widget element
         self.tree: dict[tuple[int, ...], Elem] = {}  # delta_path -> element: the page as it stands
+        self.auto_reruns: dict[
+            str, float
+        ] = {}  # fragment_id -> interval s (st.fragment(run_every=))
         self.bytes_received = 0
         self._ws: Any = None
         if connect:
@@ -387,6 +392,7 @@ class Session:
         self._pending_fragment = ""
         if not fragment_id:
             self.tree = {}
+            self.auto_reruns = {}  # a full run registers its fragments' timers again
         self._collect(run, timeout)
         return run
 
@@ -427,6 +433,10 @@ class Session:
                 run.page_not_found = True
             elif kind == "auto_rerun":
                 run.auto_reruns.append((fm.auto_rerun.fragment_id, fm.auto_rerun.interval))
+                self.auto_reruns[fm.auto_rerun.fragment_id] = fm.auto_rerun.interval
+            elif kind == "stop_auto_rerun":
+                for fid in fm.stop_auto_rerun.fragment_ids:
+                    self.auto_reruns.pop(fid, None)
             elif kind == "delta":
                 elem = _elem(fm, size)
                 if elem is not None:
