@@ -227,6 +227,17 @@ def wait_ready(s: Settings, timeout: float = 180.0) -> None:
     raise TimeoutError(f"the class server did not come up in {timeout:.0f} s: see {s.run_dir}/log")
 
 
+def warm(s: Settings, timeout: float = 180.0) -> None:
+    """One page load on each replica, straight to its port, so the first student pays no imports."""
+    if str(REPO) not in sys.path:
+        sys.path.insert(0, str(REPO))
+    from scripts.stclient import Session
+
+    for port in s.ports:
+        with Session(f"http://127.0.0.1:{port}", timeout=timeout) as session:
+            session.rerun()
+
+
 def _ctl(s: Settings, *args: str, check: bool = True) -> subprocess.CompletedProcess:
     return subprocess.run(
         [s.supervisorctl, "-c", str(s.conf), *args], capture_output=True, text=True, check=check
@@ -253,13 +264,14 @@ def replica_pids(s: Settings) -> dict[str, int]:
 
 
 def start(s: Settings, timeout: float = 180.0) -> None:
-    """Write the configs, start supervisord (which starts HAProxy and the replicas), wait until ready."""
+    """Write the configs, start supervisord (it starts HAProxy and the replicas), wait, warm them up."""
     if supervisord_pid(s.run_dir):
         raise RuntimeError(f"already running from {s.run_dir}: stop it first")
     write_configs(s)
     subprocess.run([s.supervisord, "-c", str(s.conf)], check=True)
     try:
         wait_ready(s, timeout)
+        warm(s, timeout)
     except BaseException:
         stop(s)
         raise
