@@ -61,7 +61,7 @@ class Settings:
     data_dir: Path | None = None  # default run_dir / "data"
     class_store: str = ""  # "" -> SQLite under data_dir; "redis://host:port/db" for many processes
     threads: int = 0  # torch/OpenMP threads per replica; 0 -> cores // replicas (at least 1)
-    check_interval_ms: int = 1000
+    check_interval_ms: int = 2000
     replica_maxconn: int = 1000
     python: str = sys.executable
     haproxy: str = field(default_factory=lambda: shutil.which("haproxy") or "/usr/sbin/haproxy")
