@@ -9,7 +9,13 @@ HAProxy it gets an affinity cookie like a browser. Interactions (the Playground'
     follow  one poll of every auto-rerunning fragment the page announced (follow mode of a live
             class); counted only on pages that have one, skipped (and said so) elsewhere
 
-Two patterns: `--pattern burst` (everyone loads at once, then `--rounds` rounds in which everyone does
+A third pattern, `--pattern follow`, is a live class: the bench acts as the teacher through the class
+store (attnviz.classroom, the same ATTNVIZ_CLASS_STORE / ATTNVIZ_DATA_DIR as the replicas), moving a
+slide every `--move-every` s; students open the walkthrough's join link (`?class=CODE`) and poll its
+auto-rerunning fragment at the announced interval; "seen_after_move" is the time from a move to the
+student's first poll that shows it.
+
+Two patterns for the Playground: `--pattern burst` (everyone loads at once, then `--rounds` rounds in which everyone does
 the same interaction at once, cycling `--actions`: the teacher says "click Next"), and `--pattern think`
 (students arrive over `--ramp` seconds, then each waits 2-8 s between random interactions for
 `--duration` seconds). Reports first-load and interaction p50/p95/max, errors, the replica each student
@@ -21,6 +27,7 @@ after and its CPU seconds, hence server CPU per interaction.
     # start N replicas behind HAProxy on free ports (scripts/serve.py), measure, stop them
     python benchmarks/bench_class.py --serve 2 --students 60 --pattern burst
     python benchmarks/bench_class.py --serve 1 --direct --students 60   # one process, no proxy
+    python benchmarks/bench_class.py --serve 2 --students 100 --pattern follow --duration 40
 
 Bounded: at most 1,000 students, 100 rounds, 600 s; loopback targets only.
 """
@@ -276,6 +283,74 @@ def think(students: list[Student], actions: list[str], duration: float, ramp: fl
     return {"phases": [("all", _cpu(u0, usage(pids)), n)]}
 
 
+_SLIDE = re.compile(r"Slide (\d+) of (\d+)")
+
+
+def follow(
+    students: list[Student], duration: float, move_every: float, room, n_slides: int, pids
+) -> dict:
+    """A live class: the bench is the teacher (through the class store, as the teacher's page would
+    be), moving one slide every `move_every` s; students open the walkthrough's join link and poll
+    its auto-rerunning fragment at the interval the page announced. Records each poll ("follow")
+    and, per move, how long until each student's poll showed the new slide ("seen_after_move")."""
+    started = room.start()
+    room.move(started.code, started.token, 1, n_slides)
+    moves: list[tuple[float, int]] = [(time.perf_counter(), 1)]
+    t_end = time.monotonic() + duration
+    lock = threading.Lock()
+
+    def work(st: Student) -> None:
+        t0 = time.perf_counter()
+        try:
+            st.session = Session(
+                st.target,
+                path="walkthrough",
+                query_string=f"class={started.code}",
+                timeout=st.timeout,
+            )
+            st._seen()
+            st._note("first_load", t0, st.session.rerun())
+        except (ProtocolError, OSError) as exc:
+            st._note("first_load", t0, None, f"{type(exc).__name__}: {exc}")
+            return
+        s, shown = st.session, 0
+        while time.monotonic() < t_end:
+            if not s.auto_reruns:
+                st.records.append(Record("follow", 0.0, False, "no auto-rerunning fragment"))
+                return
+            fid, interval = min(s.auto_reruns.items())
+            time.sleep(interval)
+            t0 = time.perf_counter()
+            try:
+                run = s.rerun(fragment_id=fid, is_auto_rerun=True)
+            except ProtocolError as exc:
+                st._note("follow", t0, None, f"{type(exc).__name__}: {exc}")
+                return
+            st._note("follow", t0, run)
+            m = _SLIDE.search("\n".join(e.text for e in s.tree.values() if e.text))
+            if m and int(m.group(1)) != shown:
+                shown = int(m.group(1))
+                with lock:
+                    moved_at = next((t for t, k in reversed(moves) if k == shown), None)
+                if moved_at is not None and shown != 1:
+                    st.records.append(Record("seen_after_move", run.t_finished - moved_at, True))
+
+    u0 = usage(pids)
+    threads = _start_all(students, work)
+    slide = 1
+    while time.monotonic() + move_every < t_end:
+        time.sleep(move_every)
+        slide = slide % n_slides + 1
+        room.move(started.code, started.token, slide, n_slides)
+        with lock:
+            moves.append((time.perf_counter(), slide))
+    for t in threads:
+        t.join()
+    room.end(started.code, started.token)
+    polls = sum(1 for st in students for r in st.records if r.kind == "follow")
+    return {"phases": [("follow (with loads)", _cpu(u0, usage(pids)), polls + len(students))]}
+
+
 # -- report -------------------------------------------------------------------------------------------
 def summarise(
     students: list[Student], extra: dict, before: dict, after: dict, proxied: bool
@@ -284,7 +359,7 @@ def summarise(
     for st in students:
         for rec in st.records:
             by_kind[rec.kind].append(rec)
-            if rec.kind != "first_load":
+            if rec.kind not in ("first_load", "seen_after_move"):
                 by_kind["interaction"].append(rec)
     stats = {}
     for kind, recs in by_kind.items():
@@ -334,7 +409,7 @@ def _fmt(x: float | None) -> str:
 def print_report(cfg: dict, rep: dict) -> None:
     print(f"# {cfg}")
     print(f"{'kind':12} {'n':>5} {'err':>4} {'p50 s':>7} {'p95 s':>7} {'max s':>7} {'KB':>6}")
-    for kind in ["first_load", *ACTIONS, "interaction"]:
+    for kind in ["first_load", *ACTIONS, "seen_after_move", "interaction"]:
         if kind in rep["stats"]:
             s = rep["stats"][kind]
             print(
@@ -373,6 +448,9 @@ def run_class(
     seed: int = 0,
     timeout: float = 120.0,
     warmup_replicas: int = 1000,
+    move_every: float = 5.0,
+    class_store: str = "",
+    data_dir: str = "",
 ) -> dict:
     """Run one class against `target` and return the report (see `summarise`)."""
     host = urlsplit(target).hostname
@@ -394,6 +472,8 @@ def run_class(
     try:
         if pattern == "burst":
             extra = burst(crowd, actions, rounds, pids)
+        elif pattern == "follow":
+            extra = follow(crowd, duration, move_every, _classroom(class_store, data_dir), 12, pids)
         else:
             extra = think(crowd, actions, duration, ramp, pids)
     finally:
@@ -402,6 +482,15 @@ def run_class(
     rep = summarise(crowd, extra, before, usage(pids), proxied)
     rep["client_cpu_s"] = time.process_time() - client0
     return rep
+
+
+def _classroom(class_store: str, data_dir: str):
+    """The live class's store, as the replicas open it (same ATTNVIZ_CLASS_STORE / ATTNVIZ_DATA_DIR)."""
+    try:
+        from attnviz.classroom import Classroom, open_store
+    except ImportError:
+        raise SystemExit("--pattern follow needs the live class (attnviz.classroom)") from None
+    return Classroom(open_store(class_store, data_dir or None))
 
 
 def _free_ports(n: int) -> list[int]:
@@ -424,13 +513,16 @@ def main() -> None:
     ap.add_argument("--direct", action="store_true", help="with --serve 1: bypass the proxy")
     ap.add_argument("--replica-ports", help="comma-separated ports whose RSS/CPU to report")
     ap.add_argument("--students", type=int, default=20)
-    ap.add_argument("--pattern", choices=["burst", "think"], default="burst")
+    ap.add_argument("--pattern", choices=["burst", "think", "follow"], default="burst")
     ap.add_argument("--actions", default="next,next,tab,tab,edit,next")
     ap.add_argument("--rounds", type=int, default=6, help="burst: rounds of everyone at once")
     ap.add_argument("--duration", type=float, default=60.0, help="think: seconds of class")
     ap.add_argument(
         "--ramp", type=float, default=10.0, help="think: seconds over which they arrive"
     )
+    ap.add_argument("--move-every", type=float, default=5.0, help="follow: s between slide moves")
+    ap.add_argument("--class-store", default="", help="follow with --target: the replicas' store")
+    ap.add_argument("--data-dir", default="", help="follow with --target: their ATTNVIZ_DATA_DIR")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", help="also write the report here")
     args = ap.parse_args()
@@ -461,7 +553,7 @@ def main() -> None:
         "pattern": args.pattern,
         "actions": actions,
         "rounds": args.rounds if args.pattern == "burst" else None,
-        "duration_s": args.duration if args.pattern == "think" else None,
+        "duration_s": args.duration if args.pattern in ("think", "follow") else None,
     }
     try:
         rep = run_class(
@@ -475,6 +567,9 @@ def main() -> None:
             replica_ports=replica_ports,
             proxied=proxied,
             seed=args.seed,
+            move_every=args.move_every,
+            class_store=args.class_store or (settings.class_store if settings else ""),
+            data_dir=args.data_dir or (str(settings.run_dir / "data") if settings else ""),
         )
     finally:
         if settings is not None:
