@@ -1,0 +1,341 @@
+"""Serve a class: N `streamlit run app.py` replicas behind HAProxy, under supervisord, one command.
+
+    python scripts/serve.py start                  # one replica per core, the proxy on 127.0.0.1:8740
+    python scripts/serve.py start --replicas 2 --port 8741 --replica-port 8701
+    python scripts/serve.py status                 # supervisord's and HAProxy's view of the replicas
+    python scripts/serve.py stop                   # everything down, cleanly
+
+Every setting comes from here and nowhere else: the configs are written from the templates in
+``deploy/`` into a run folder (``--run-dir``, default ``$XDG_STATE_HOME/attnviz/serve``, never the
+repo), and supervisord gives every replica the same environment: the cookie secret (made once, kept in
+the run folder, mode 600), ``ATTNVIZ_DATA_DIR`` (the live-class SQLite file; default the run folder's
+``data/``), ``ATTNVIZ_CLASS_STORE`` (e.g. ``redis://127.0.0.1:6379/0`` when several machines serve),
+and the thread counts (cores / replicas each, so the replicas do not oversubscribe the cores).
+supervisord restarts a replica that dies; HAProxy's health checks route around it meanwhile.
+Runs as the invoking user, on loopback only. Needs Debian's ``haproxy`` and ``supervisor``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from string import Template
+
+REPO = Path(__file__).resolve().parents[1]
+DEPLOY = REPO / "deploy"
+COOKIE_NAME = "attnviz_replica"
+REPLICA_HEADER = "X-Attnviz-Replica"
+
+
+def _cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def default_run_dir() -> Path:
+    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(state) / "attnviz" / "serve"
+
+
+@dataclass
+class Settings:
+    """One class server. ``replica_ports`` default to consecutive ports from ``replica_port``."""
+
+    replicas: int = field(default_factory=_cores)
+    proxy_port: int = 8740
+    replica_port: int = 8700
+    replica_ports: list[int] = field(default_factory=list)  # explicit ports (tests pick free ones)
+    run_dir: Path = field(default_factory=default_run_dir)
+    data_dir: Path | None = None  # default run_dir / "data"
+    class_store: str = ""  # "" -> SQLite under data_dir; "redis://host:port/db" for many processes
+    threads: int = 0  # torch/OpenMP threads per replica; 0 -> cores // replicas (at least 1)
+    check_interval_ms: int = 2000
+    replica_maxconn: int = 1000
+    python: str = sys.executable
+    haproxy: str = field(default_factory=lambda: shutil.which("haproxy") or "/usr/sbin/haproxy")
+    supervisord: str = field(default_factory=lambda: shutil.which("supervisord") or "supervisord")
+    supervisorctl: str = field(
+        default_factory=lambda: shutil.which("supervisorctl") or "supervisorctl"
+    )
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.proxy_port}"
+
+    @property
+    def ports(self) -> list[int]:
+        if self.replica_ports:
+            return list(self.replica_ports)
+        return [self.replica_port + i for i in range(self.replicas)]
+
+    @property
+    def names(self) -> list[str]:
+        return [f"replica-{i + 1}" for i in range(self.replicas)]
+
+    @property
+    def conf(self) -> Path:
+        return self.run_dir / "supervisord.conf"
+
+    def save(self) -> None:
+        keep = ("replicas", "proxy_port", "replica_port", "threads", "class_store")
+        data = {k: getattr(self, k) for k in keep} | {"replica_ports": self.ports}
+        data["data_dir"] = str(self.data_dir) if self.data_dir else ""
+        (self.run_dir / "settings.json").write_text(json.dumps(data, indent=1) + "\n")
+
+    @classmethod
+    def load(cls, run_dir: Path) -> Settings:
+        """The settings a run folder was last started with (defaults where it has none)."""
+        s = cls(run_dir=run_dir)
+        path = run_dir / "settings.json"
+        if path.exists():
+            data = json.loads(path.read_text())
+            for k in ("replicas", "proxy_port", "replica_port", "threads", "class_store"):
+                setattr(s, k, type(getattr(s, k))(data[k]))
+            s.replica_ports = [int(p) for p in data["replica_ports"]]
+            s.data_dir = Path(data["data_dir"]) if data["data_dir"] else None
+        return s
+
+
+def cookie_secret(run_dir: Path) -> str:
+    """The cookie secret every replica shares, made once per run folder and kept there (mode 600)."""
+    path = run_dir / "cookie_secret"
+    if not path.exists():
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(secrets.token_hex(32))
+    return path.read_text().strip()
+
+
+def environment(s: Settings) -> dict[str, str]:
+    """The environment of every replica: one place for what they must agree on."""
+    threads = s.threads or max(1, _cores() // s.replicas)
+    env = {
+        "STREAMLIT_SERVER_COOKIE_SECRET": cookie_secret(s.run_dir),
+        "ATTNVIZ_DATA_DIR": str(s.data_dir or s.run_dir / "data"),
+        "OMP_NUM_THREADS": str(threads),
+        "MKL_NUM_THREADS": str(threads),
+        "PYTHONPATH": str(REPO),
+        "PYTHONUNBUFFERED": "1",
+    }
+    if s.class_store:
+        env["ATTNVIZ_CLASS_STORE"] = s.class_store
+    return env
+
+
+def _supervisor_env(env: dict[str, str]) -> str:
+    for k, v in env.items():
+        if any(c in v for c in '"%\n,'):
+            raise ValueError(f"{k} contains a character supervisord cannot carry: {v!r}")
+    return ",".join(f'{k}="{v}"' for k, v in env.items())
+
+
+def write_configs(s: Settings) -> list[Path]:
+    """Write haproxy.cfg and supervisord.conf (mode 600: it holds the cookie secret) into run_dir."""
+    if s.replicas < 1 or len(set(s.ports)) != s.replicas:
+        raise ValueError(f"{s.replicas} replicas need as many distinct ports, got {s.ports}")
+    (s.run_dir / "log").mkdir(parents=True, exist_ok=True)
+    s.run_dir.chmod(0o700)
+    Path(environment(s)["ATTNVIZ_DATA_DIR"]).mkdir(parents=True, exist_ok=True)
+    common = {"run_dir": str(s.run_dir), "repo": str(REPO)}
+    servers = "\n".join(
+        f"    server {name} 127.0.0.1:{port} cookie {name}"
+        for name, port in zip(s.names, s.ports, strict=True)
+    )
+    haproxy = Template((DEPLOY / "haproxy.cfg.in").read_text()).substitute(
+        common,
+        maxconn=max(4096, 4 * s.replica_maxconn),
+        proxy_host="127.0.0.1",
+        proxy_port=s.proxy_port,
+        cookie_name=COOKIE_NAME,
+        replica_header=REPLICA_HEADER,
+        check_interval_ms=s.check_interval_ms,
+        replica_maxconn=s.replica_maxconn,
+        servers=servers,
+    )
+    replica = Template((DEPLOY / "replica.conf.in").read_text())
+    blocks = "".join(
+        replica.substitute(common, name=name, port=port, python=s.python)
+        for name, port in zip(s.names, s.ports, strict=True)
+    )
+    supervisor = Template((DEPLOY / "supervisord.conf.in").read_text()).substitute(
+        common,
+        environment=_supervisor_env(environment(s)),
+        haproxy=s.haproxy,
+        replica_programs=",".join(s.names),
+        replicas=blocks,
+    )
+    paths = [s.run_dir / "haproxy.cfg", s.conf]
+    for path, text in zip(paths, (haproxy, supervisor), strict=True):
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+    subprocess.run([s.haproxy, "-c", "-q", "-f", str(paths[0])], check=True)
+    s.save()
+    return paths
+
+
+def _get(url: str, timeout: float = 2.0) -> int:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as r:
+            return r.status
+    except OSError:
+        return 0
+
+
+def haproxy_servers(run_dir: Path) -> dict[str, str]:
+    """HAProxy's view of each replica ('UP', 'DOWN', ...), from its stats socket; {} if unreachable."""
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(2)
+            sock.connect(str(run_dir / "haproxy.sock"))
+            sock.sendall(b"show stat\n")
+            data = b""
+            while chunk := sock.recv(65536):
+                data += chunk
+    except OSError:
+        return {}
+    rows = csv.DictReader(io.StringIO(data.decode().lstrip("# ")))
+    return {
+        r["svname"]: r["status"].split()[0]
+        for r in rows
+        if r["pxname"] == "replicas" and r["svname"] not in ("FRONTEND", "BACKEND")
+    }
+
+
+def wait_ready(s: Settings, timeout: float = 180.0) -> None:
+    """Until every replica answers its health check, HAProxy sees them all UP and the proxy serves."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        healthy = all(_get(f"http://127.0.0.1:{p}/_stcore/health") == 200 for p in s.ports)
+        states = haproxy_servers(s.run_dir)
+        up = bool(states) and all(states.get(n) == "UP" for n in s.names)
+        if healthy and up and _get(f"{s.url}/_stcore/health") == 200:
+            return
+        time.sleep(0.5)
+    raise TimeoutError(f"the class server did not come up in {timeout:.0f} s: see {s.run_dir}/log")
+
+
+def warm(s: Settings, timeout: float = 180.0) -> None:
+    """One page load on each replica, straight to its port, so the first student pays no imports."""
+    if str(REPO) not in sys.path:
+        sys.path.insert(0, str(REPO))
+    from scripts.stclient import Session
+
+    for port in s.ports:
+        with Session(f"http://127.0.0.1:{port}", timeout=timeout) as session:
+            session.rerun()
+
+
+def _ctl(s: Settings, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [s.supervisorctl, "-c", str(s.conf), *args], capture_output=True, text=True, check=check
+    )
+
+
+def supervisord_pid(run_dir: Path) -> int | None:
+    try:
+        pid = int((run_dir / "supervisord.pid").read_text())
+        os.kill(pid, 0)
+        return pid
+    except (OSError, ValueError):
+        return None
+
+
+def replica_pids(s: Settings) -> dict[str, int]:
+    """Each running replica's process id, by name (from supervisord)."""
+    pids = {}
+    for name in s.names:
+        out = _ctl(s, "pid", f"replicas:{name}", check=False).stdout.strip()
+        if out.isdigit() and int(out) > 0:
+            pids[name] = int(out)
+    return pids
+
+
+def start(s: Settings, timeout: float = 180.0) -> None:
+    """Write the configs, start supervisord (it starts HAProxy and the replicas), wait, warm them up."""
+    if supervisord_pid(s.run_dir):
+        raise RuntimeError(f"already running from {s.run_dir}: stop it first")
+    write_configs(s)
+    subprocess.run([s.supervisord, "-c", str(s.conf)], check=True)
+    try:
+        wait_ready(s, timeout)
+        warm(s, timeout)
+    except BaseException:
+        stop(s)
+        raise
+
+
+def stop(s: Settings, timeout: float = 60.0) -> None:
+    """Stop the replicas and HAProxy, then supervisord itself; waits until it has exited."""
+    pid = supervisord_pid(s.run_dir)
+    if pid is None:
+        return
+    _ctl(s, "shutdown", check=False)
+    deadline = time.monotonic() + timeout
+    while supervisord_pid(s.run_dir) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    if supervisord_pid(s.run_dir):
+        os.kill(pid, signal.SIGTERM)
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    run_dir = Path(args.run_dir).expanduser().resolve()
+    if args.command in ("stop", "status"):
+        return Settings.load(run_dir)
+    s = Settings(run_dir=run_dir)
+    for name in ("replicas", "proxy_port", "replica_port", "threads"):
+        if getattr(args, name, None) is not None:
+            setattr(s, name, getattr(args, name))
+    if getattr(args, "data_dir", None):
+        s.data_dir = Path(args.data_dir).expanduser().resolve()
+    s.class_store = getattr(args, "class_store", None) or os.environ.get("ATTNVIZ_CLASS_STORE", "")
+    return s
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("command", choices=["start", "stop", "status", "config"])
+    ap.add_argument("--run-dir", default=str(default_run_dir()), help="configs, logs, sockets")
+    ap.add_argument("--replicas", type=int, help="Streamlit processes (default: one per core)")
+    ap.add_argument("--port", dest="proxy_port", type=int, help="the proxy's port (default 8740)")
+    ap.add_argument("--replica-port", type=int, help="the first replica's port (default 8700)")
+    ap.add_argument(
+        "--threads", type=int, help="torch threads per replica (default cores/replicas)"
+    )
+    ap.add_argument("--data-dir", help="ATTNVIZ_DATA_DIR for every replica (default RUN_DIR/data)")
+    ap.add_argument("--class-store", help="ATTNVIZ_CLASS_STORE, e.g. redis://127.0.0.1:6379/0")
+    args = ap.parse_args(argv)
+    s = _settings(args)
+    if args.command == "config":
+        for path in write_configs(s):
+            print(path)
+    elif args.command == "start":
+        start(s)
+        print(f"serving {s.replicas} replicas at {s.url} (run folder {s.run_dir})")
+        print(f"stop with: python {Path(__file__).relative_to(REPO)} stop --run-dir {s.run_dir}")
+    elif args.command == "stop":
+        stop(s)
+    else:
+        if not supervisord_pid(s.run_dir):
+            print(f"not running (run folder {s.run_dir})")
+            return 1
+        print(_ctl(s, "status", check=False).stdout, end="")
+        for name, state in sorted(haproxy_servers(s.run_dir).items()):
+            print(f"haproxy sees {name}: {state}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,190 @@
+"""The class server for real (slow): `scripts/serve.py` starts 2 replicas behind HAProxy under
+supervisord on free loopback ports; simulated students (benchmarks/bench_class.py over
+scripts/stclient.py) go through the proxy. Correctness only: zero errors, session affinity, a killed
+replica restarted and its student's view rebuilt from the link. No timing assertions.
+
+Needs Debian's haproxy and supervisor (.ci/run installs them); it fails, never skips, without them.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import time
+
+import psutil
+import pytest
+
+from benchmarks.bench_class import run_class
+from scripts import serve
+from scripts.stclient import ProtocolError, ServerTimeout, Session
+
+pytestmark = pytest.mark.slow
+WAIT_S = 180  # generous: a busy 2-core machine starts Streamlit slowly; nothing here measures speed
+
+
+def _free_ports(n: int) -> list[int]:
+    socks = [socket.socket() for _ in range(n)]
+    try:
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def _until(check, what: str, timeout: float = WAIT_S):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.5)
+    raise AssertionError(f"{what}: not within {timeout} s")
+
+
+def _until_closed(s: Session) -> None:
+    while True:
+        try:
+            s.recv(timeout=WAIT_S)
+        except ServerTimeout:
+            raise AssertionError("the websocket stayed open after its replica was killed") from None
+        except ProtocolError:
+            return
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """2 replicas behind HAProxy, from the serve command's own start/stop."""
+    ports = _free_ports(3)
+    s = serve.Settings(
+        replicas=2,
+        proxy_port=ports[0],
+        replica_ports=ports[1:],
+        run_dir=tmp_path_factory.mktemp("serve"),
+    )
+    serve.start(s, timeout=WAIT_S)
+    try:
+        yield s
+    finally:
+        serve.stop(s)
+
+
+def test_the_configs_give_every_replica_the_same_secret_and_store(tmp_path):
+    s = serve.Settings(
+        replicas=3, replica_ports=[1, 2, 3], run_dir=tmp_path, class_store="redis://h:1/0"
+    )
+    serve.write_configs(s)
+    conf = (tmp_path / "supervisord.conf").read_text()
+    secret = serve.cookie_secret(tmp_path)
+    assert f'STREAMLIT_SERVER_COOKIE_SECRET="{secret}"' in conf
+    assert 'ATTNVIZ_CLASS_STORE="redis://h:1/0"' in conf
+    assert conf.count("[program:replica-") == 3
+
+
+def test_the_run_folder_keeps_its_secrets_private(tmp_path):
+    s = serve.Settings(replicas=1, replica_ports=[1], run_dir=tmp_path)
+    serve.write_configs(s)
+    for name in ("cookie_secret", "supervisord.conf", "haproxy.cfg"):
+        assert (tmp_path / name).stat().st_mode & 0o077 == 0, name
+
+
+def test_twenty_students_through_the_proxy_see_no_error(server):
+    rep = run_class(
+        server.url,
+        students=20,
+        pattern="burst",
+        actions=["next", "tab", "tab", "edit", "next"],
+        rounds=5,
+        replica_ports=server.ports,
+        proxied=True,
+    )
+    assert rep["errors"] == 0, rep["error_samples"]
+    assert rep["stats"]["first_load"]["n"] == 20
+    assert rep["stats"]["interaction"]["n"] >= 20 * 5
+    # affinity: every request of a session (page, websocket, health pings) reached one replica
+    assert rep["sessions_split_across_replicas"] == 0
+    assert sorted(rep["students_per_replica"]) == ["replica-1", "replica-2"]
+
+
+def test_the_affinity_cookie_names_the_replica_that_answers(server):
+    with Session(server.url) as s:
+        s.rerun()
+        cookie = s.cookies[serve.COOKIE_NAME]
+        again = s.http.get(f"{server.url}/_stcore/health").headers[serve.REPLICA_HEADER]
+    assert cookie == s.replica == s.replica_http == again
+
+
+def test_a_killed_replica_is_restarted_and_its_student_keeps_the_view(server):
+    s = Session(server.url)
+    try:
+        s.rerun()
+        for _ in range(2):
+            s.click("pg_next")
+            run = s.rerun()
+        assert "**Step 3 of" in run.text()
+        old = serve.replica_pids(server)[s.replica]
+        os.kill(old, signal.SIGKILL)
+        _until_closed(s)  # the websocket dies with its replica
+        s.close()
+        s.connect(
+            existing_session_id=s.session_id
+        )  # what the browser does: through the proxy again
+        run = s.rerun()  # the new replica rebuilds the view from the link (query string)
+        assert run.ok and "**Step 3 of" in run.text()
+    finally:
+        s.close()
+
+    def back_up():
+        pids = serve.replica_pids(server)
+        states = serve.haproxy_servers(server.run_dir)
+        return len(pids) == 2 and old not in pids.values() and set(states.values()) == {"UP"}
+
+    _until(back_up, "supervisord restarts the killed replica and HAProxy sees it UP")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="attnviz/ui: on a session rebuilt from the link, Next's on_click callback runs before the "
+    "link is applied, so the first click after a failover is absorbed (the view stays on its step)",
+)
+def test_the_first_click_after_a_failover_counts(server):
+    s = Session(server.url)
+    try:
+        s.rerun()
+        for _ in range(2):
+            s.click("pg_next")
+            s.rerun()
+        os.kill(serve.replica_pids(server)[s.replica], signal.SIGKILL)
+        _until_closed(s)
+        s.close()
+        s.connect(existing_session_id=s.session_id)
+        s.click(
+            "pg_next"
+        )  # a browser sends no rerun of its own on reconnecting: the click is first
+        run = s.rerun()
+        assert run.ok and "**Step 4 of" in run.text()
+    finally:
+        s.close()
+        _until(lambda: len(serve.replica_pids(server)) == 2, "the killed replica is back")
+
+
+def test_stop_ends_every_process(tmp_path):
+    ports = _free_ports(2)
+    s = serve.Settings(replicas=1, proxy_port=ports[0], replica_ports=ports[1:], run_dir=tmp_path)
+    serve.start(s, timeout=WAIT_S)
+    pids = [serve.supervisord_pid(tmp_path), *serve.replica_pids(s).values()]
+    serve.stop(s)
+
+    def gone():
+        for pid in pids:
+            try:
+                if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                    return False
+            except psutil.NoSuchProcess:
+                pass
+        return True
+
+    _until(gone, "every process of the class server exits")

@@ -1,0 +1,92 @@
+"""The serve command's HAProxy config on its own (slow: starts haproxy): two stand-in replicas that
+echo what reaches them, so the test sees the headers a Streamlit replica would get.
+
+Needs Debian's haproxy (.ci/run installs it); it fails, never skips, without it.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+import requests
+
+from scripts import serve
+
+pytestmark = pytest.mark.slow
+SPOOF = "203.0.113.7"
+
+
+class _Echo(BaseHTTPRequestHandler):
+    def do_GET(self):  # noqa: N802 (http.server's name)
+        body = json.dumps(
+            {"port": self.server.server_port, "xff": self.headers.get_all("X-Forwarded-For")}
+        ).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def proxy(tmp_path_factory):
+    """HAProxy from serve.write_configs in front of two echo servers."""
+    echoes = [ThreadingHTTPServer(("127.0.0.1", 0), _Echo) for _ in range(2)]
+    for e in echoes:
+        threading.Thread(target=e.serve_forever, daemon=True).start()
+    s = serve.Settings(
+        replicas=2,
+        proxy_port=_free_port(),
+        replica_ports=[e.server_port for e in echoes],
+        run_dir=tmp_path_factory.mktemp("proxy"),
+    )
+    serve.write_configs(s)
+    proc = subprocess.Popen([s.haproxy, "-db", "-f", str(s.run_dir / "haproxy.cfg")])
+    try:
+        deadline = time.monotonic() + 60
+        while set(serve.haproxy_servers(s.run_dir).values()) != {"UP"}:
+            assert proc.poll() is None and time.monotonic() < deadline, "haproxy did not come up"
+            time.sleep(0.2)
+        yield s
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        for e in echoes:
+            e.shutdown()
+
+
+def test_a_replica_sees_the_address_the_proxy_saw_not_a_spoofed_one(proxy):
+    seen = requests.get(proxy.url, headers={"X-Forwarded-For": SPOOF}, timeout=10).json()
+    assert seen["xff"] == ["127.0.0.1"]
+
+
+def test_the_first_answer_sets_the_affinity_cookie(proxy):
+    r = requests.get(proxy.url, timeout=10)
+    assert r.cookies.get(serve.COOKIE_NAME) == r.headers[serve.REPLICA_HEADER]
+
+
+def test_every_request_with_the_cookie_reaches_the_same_replica(proxy):
+    with requests.Session() as http:
+        close = {"Connection": "close"}  # a new connection each time: only the cookie can pin it
+        ports = {http.get(proxy.url, headers=close, timeout=10).json()["port"] for _ in range(10)}
+    assert len(ports) == 1
+
+
+def test_new_visitors_are_spread_over_the_replicas(proxy):
+    ports = {requests.get(proxy.url, timeout=10).json()["port"] for _ in range(10)}
+    assert ports == set(proxy.ports)
