@@ -1,0 +1,100 @@
+"""scripts/stclient.py against a real `streamlit run app.py` on a free loopback port (slow)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from scripts.stclient import Session
+
+ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.slow
+TITLE = "Attention-weighted aggregation, through broadcasting"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def url(tmp_path_factory):
+    """The app served on a free loopback port; stopped at the end."""
+    port = _free_port()
+    cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port)]
+    cmd += ["--server.address", "127.0.0.1", "--server.headless", "true"]
+    log = (tmp_path_factory.mktemp("stclient") / "server.log").open("wb")
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=os.environ)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                with urllib.request.urlopen(f"{base}/_stcore/health", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("streamlit did not start") from None
+                time.sleep(0.5)
+        yield base
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        log.close()
+
+
+def test_first_load_shows_the_page_title(url):
+    with Session(url) as s:
+        run = s.rerun()
+    assert run.ok, (run.status, [e.text for e in run.exceptions])
+    assert any(TITLE in t for t in run.texts())
+
+
+def test_first_load_lists_the_widgets_by_key(url):
+    with Session(url) as s:
+        run = s.rerun()
+    assert {"pg_preset", "pg_next", "pg_tab"} <= set(run.widgets())
+
+
+def test_clicking_next_shows_the_next_step(url):
+    with Session(url) as s:
+        first = s.rerun()
+        s.click("pg_next")
+        second = s.rerun()
+    assert "**Step 1 of" in first.text()
+    assert second.ok and "**Step 2 of" in second.text()
+
+
+def test_a_set_number_changes_the_page(url):
+    with Session(url) as s:
+        s.rerun()
+        s.set_widget("pg_b", 4.0)
+        run = s.rerun()
+    assert run.ok and "**4 sentences**" in run.text()
+
+
+def test_a_page_name_opens_that_page(url):
+    with Session(url) as s:
+        s.rerun()
+        run = s.rerun(page_name="walkthrough")
+    assert run.ok and TITLE not in run.text()
+    assert s.page_script_hash == s.pages["walkthrough"]
+
+
+def test_reconnect_resumes_the_same_session(url):
+    with Session(url) as s:
+        s.rerun()
+        s.click("pg_next")
+        s.rerun()
+        s.reconnect()  # the server keeps the session's state (step 2) for a resuming client
+        run = s.rerun()
+    assert run.ok and "**Step 2 of" in run.text()
