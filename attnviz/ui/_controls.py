@@ -33,18 +33,24 @@ def choose(key: str, options: Sequence[object], default: object) -> None:
         ss[key] = default
 
 
-def whole(key: str, lo: int, hi: int, default: int) -> int:
+def whole(key: str, lo: int, hi: int, default: int, *, stored: type = int) -> int:
     """Before drawing the number widget ``key``: its value as an int clamped to [lo, hi]
-    (``default`` for anything that is not a finite number)."""
+    (``default`` for anything that is not a finite number), kept in session state as ``stored``.
+
+    The size and seed boxes are float widgets showing whole numbers (``stored=float``): Streamlit
+    turns what the browser sends for an int widget into an int before any app code runs, and a
+    forged NaN or infinity makes that fail; a float widget takes any double."""
     ss = st.session_state
     value = ss.get(key, default)
-    try:
-        n = int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-    except (OverflowError, ValueError):  # inf, nan
-        n = None
+    n: int | None = None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:
+            n = int(value)
+        except (OverflowError, ValueError):  # inf, nan
+            n = None
     n = default if n is None else min(max(n, lo), hi)
-    if ss.get(key) != n or type(ss.get(key)) is not int:
-        ss[key] = n
+    if ss.get(key) != n or type(ss.get(key)) is not stored:
+        ss[key] = stored(n)
     return n
 
 
@@ -81,8 +87,8 @@ def example_controls(on_preset: Callable[[], None], on_resize: Callable[[], None
     for letter, most in zip(
         examples.AXIS_LETTERS, (examples.MAX_B, examples.MAX_T, examples.MAX_H), strict=True
     ):
-        whole(f"pg_{letter.lower()}", 1, most, 1)
-    whole("pg_seed", 0, 999_999, 0)
+        whole(f"pg_{letter.lower()}", 1, most, 1, stored=float)
+    whole("pg_seed", 0, 999_999, 0, stored=float)
     flag("pg_softmax")
     flag("pg_use_mask")
     cols = st.columns([2.2, 1, 1, 1, 1.2, 1.6, 1.6], vertical_alignment="bottom")
@@ -104,9 +110,10 @@ def example_controls(on_preset: Callable[[], None], on_resize: Callable[[], None
         sizes.append(
             col.number_input(
                 f"{letter} ({name if letter == 'H' else name + 's'})",
-                min_value=1,
-                max_value=most,
-                step=1,
+                min_value=1.0,
+                max_value=float(most),
+                step=1.0,
+                format="%.0f",
                 key=f"pg_{letter.lower()}",
                 on_change=on_resize,
                 help=f"How many {name}s, 1 to {most}. Values that still fit are kept.",
@@ -114,9 +121,10 @@ def example_controls(on_preset: Callable[[], None], on_resize: Callable[[], None
         )
     seed = cols[4].number_input(
         "Seed",
-        min_value=0,
-        max_value=999_999,
-        step=1,
+        min_value=0.0,
+        max_value=999_999.0,
+        step=1.0,
+        format="%.0f",
         key="pg_seed",
         on_change=on_preset,
         help="Seed of the random values (presets other than the 2x3x5 classic numbers).",

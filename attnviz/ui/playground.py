@@ -45,8 +45,8 @@ def _set_example(x: np.ndarray, w: np.ndarray, m: np.ndarray) -> None:
 def _size() -> tuple[int, int, int, int]:
     """(B, T, H, seed) from the widgets, clamped: a tampered client can send any number."""
     limits = (("pg_b", examples.MAX_B), ("pg_t", examples.MAX_T), ("pg_h", examples.MAX_H))
-    b, t, h = (_controls.whole(k, 1, most, 1) for k, most in limits)
-    return b, t, h, _controls.whole("pg_seed", 0, 999_999, 0)
+    b, t, h = (_controls.whole(k, 1, most, 1, stored=float) for k, most in limits)
+    return b, t, h, _controls.whole("pg_seed", 0, 999_999, 0, stored=float)
 
 
 def _preset_name() -> str:
@@ -90,8 +90,8 @@ def _init_state() -> None:
         lk, problem = link.Link(), f"This link could not be read: {e}. Showing the defaults."
     b, t, h = lk.shape
     x, w, m, _, _ = cached.preset(lk.preset, b, t, h, lk.seed)
-    ss["pg_preset"], ss["pg_seed"] = lk.preset, lk.seed
-    ss["pg_b"], ss["pg_t"], ss["pg_h"] = b, t, h
+    ss["pg_preset"], ss["pg_seed"] = lk.preset, float(lk.seed)  # float widgets: see whole()
+    ss["pg_b"], ss["pg_t"], ss["pg_h"] = float(b), float(t), float(h)
     ss["pg_softmax"], ss["pg_use_mask"] = lk.softmax, lk.use_mask
     ss["pg_tab"] = dict(TABS).get(lk.tab, TABS[0][1])
     ss["pg_step"] = lk.step
@@ -252,7 +252,7 @@ def _params(ex: Current) -> dict[str, str]:
     ss = st.session_state
     b, t, h = ex.shape
     preset = ss["pg_preset"] if ss.get("pg_preset") in examples.PRESETS else "classic"
-    seed = _controls.whole("pg_seed", 0, 999_999, 0)
+    seed = _controls.whole("pg_seed", 0, 999_999, 0, stored=float)
     px, pw, pm, _, _ = cached.preset(preset, b, t, h, seed)
     tab = next((k for k, label in TABS if label == ss.get("pg_tab")), "")
     expr = str(_controls.current("pg_expr", "") or "")[: link.MAX_EXPR_CHARS]
@@ -318,4 +318,25 @@ def page() -> None:
     ss["pg_page_done"] = True
 
 
-sections.after_fragment(sync_link)  # Next, a picked cell...: the address bar follows
+def sync_view(ex: Current) -> None:
+    """After a section reran on its own: only the view parameters (step, all, cell) can have
+    changed; bring those up to date in the address bar."""
+    ss, qp = st.session_state, st.query_params
+    step = ss.get("pg_step", 0)
+    cell = (_controls.current("pg_cell_b", 0), _controls.current("pg_cell_h", 0))
+    want = {
+        "step": str(step) if type(step) is int and step > 0 else None,
+        "all": "1" if _controls.current("pg_all", False) is True else None,
+        "cell": f"{cell[0]}_{cell[1]}"
+        if all(type(c) is int for c in cell) and cell != (0, 0)
+        else None,
+    }
+    for key, value in want.items():
+        if value is None:
+            if key in qp:
+                del qp[key]
+        elif qp.get(key) != value:
+            qp[key] = value
+
+
+sections.after_fragment(sync_view)  # Next, a picked cell...: the address bar follows
