@@ -21,7 +21,7 @@ import torch
 import attnviz
 from attnviz import examples
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[1]
 SHOTS = ROOT / "artifacts" / "screenshots"
@@ -228,6 +228,36 @@ def test_a_bad_cell_shows_a_message_and_keeps_the_result(browser, server):
     np.testing.assert_allclose(_result(page), _classic(), rtol=1e-5, atol=1e-5)
     _no_exception_box(page)
     page.screenshot(path=SHOTS / "playground_bad_cell.png")
+    page.close()
+
+
+TYPED = [  # (typed, the number it means or None, what the message says)
+    ("1e-3", 1e-3, None),
+    ("0,5", 0.5, None),
+    ("-.25", -0.25, None),
+    ("1e30", None, "1e30 is larger than"),
+    ("abc", None, "'abc' is not a number"),
+    ("1,000", None, "could mean"),
+]
+
+
+@pytest.mark.parametrize(("typed", "value", "says"), TYPED, ids=[t for t, _, _ in TYPED])
+def test_typed_numbers_are_read_or_refused_with_what_was_typed(browser, server, typed, value, says):
+    page = _open(browser, server)
+    _edit_cell(page, 0, 1, 2, typed)  # net_output[0, 1, 2]
+    x, w = examples.classic()
+    if value is not None:
+        x[0, 1, 2] = value
+        expected = attnviz.weighted_sum(x, w).numpy().astype(np.float64)
+        np.testing.assert_allclose(_wait_result(page, expected), expected, rtol=1e-5, atol=1e-5)
+    else:
+        alert = page.locator('[data-testid="stAlert"]', has_text="net_output[0, 1, 2]")
+        alert.first.wait_for(timeout=WAIT_MS)
+        assert says in alert.first.inner_text()
+        assert typed in _frame(page, 0)[1]  # what was typed stays visible in its cell
+        np.testing.assert_allclose(_result(page), _classic(), rtol=1e-5, atol=1e-5)
+    _no_exception_box(page)
+    page.screenshot(path=SHOTS / f"typed_{typed.replace(',', 'comma')}.png")
     page.close()
 
 

@@ -87,7 +87,7 @@ def parse_number(value: object) -> float:
             raise AttnvizError(f"is {text} (infinite); type a finite number")
         raise AttnvizError(f"{text} is too large for a float (it overflows to infinity)")
     if abs(number) > MAX_ABS:
-        raise AttnvizError(f"{text} is larger than {MAX_ABS:g} in size; keep numbers readable")
+        raise AttnvizError(f"{text} is larger than {MAX_ABS:,.0f} in size; keep numbers readable")
     return number
 
 
