@@ -28,7 +28,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from scripts.stclient import ProtocolError, Session  # noqa: E402
 
-
 WARM_TABS = (
     "One result cell",
     "Equivalent forms",
@@ -141,7 +140,9 @@ def main() -> None:
                 print(f"  after {i + 1} links: RSS {_rss_mb(pid):.0f} MB")
         time.sleep(1)
         after = _rss_mb(pid) if pid else float("nan")
-        print(f"server RSS after {args.links} links: {after:.0f} MB (grew {after - before:+.0f} MB)")
+        print(
+            f"server RSS after {args.links} links: {after:.0f} MB (grew {after - before:+.0f} MB)"
+        )
         print(f"largest growth from one link: {worst[0]:+.1f} MB ({worst[2]!r})")
         print(f"slowest answer: {max(times):.2f} s; median {sorted(times)[len(times) // 2]:.2f} s")
         print(f"answers that were not a plain page: {bad}")
