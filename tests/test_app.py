@@ -527,6 +527,28 @@ def test_share_section_gives_link_snippet_and_downloads():
     assert len(keys) == 5
 
 
+def test_share_section_links_the_same_example_in_the_walkthrough():
+    at = _app({"p": "random", "s": "3x4x5", "seed": "7", "step": "2"})
+    at.session_state["pg_tab"] = dict(TABS)["share"]
+    at.run()
+    walk = next(c.value for c in at.code if "/walkthrough?" in c.value)
+    query = dict(pair.split("=", 1) for pair in walk.split("?", 1)[1].split("&"))
+    assert query == {"p": "random", "s": "3x4x5", "seed": "7"}  # the example, not the view
+
+
+def test_weights_applied_are_shown_with_four_decimals():
+    at = _app({"mk": "1", "m": "110_100"})
+    applied = next(d for d in at.dataframe if not d.proto.editing_mode and "w0" in d.value.columns)
+    assert '"format":"%.4f"' in applied.proto.columns.replace(" ", "")  # not "0" beside "0.3038"
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"), [(0.44, "0.4400"), (0.7718, "0.7718"), (1.0, "1.0000"), (1e-5, "0.00001")]
+)
+def test_editor_cells_show_four_decimals_unless_more_are_needed(value, shown):
+    assert edit.cell_text(value) == shown
+
+
 # ---- the pure helpers behind the Playground ----------------------------------------------------
 
 

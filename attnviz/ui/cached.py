@@ -22,6 +22,7 @@ import json
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 import plotly.graph_objects as go
 import plotly.io as pio
 import streamlit as st
@@ -180,6 +181,22 @@ def steps(x: np.ndarray, wa: np.ndarray) -> tuple[StepText, ...]:
             "" if s.new_bytes is None else str(s.new_bytes),
         )
         for s in story
+    )
+
+
+@_cache("steps")
+def steps_table(x: np.ndarray, wa: np.ndarray) -> pd.DataFrame:
+    """Every step's shape, strides and new bytes, one row each (index: the step's number)."""
+    rows = steps(x, wa)
+    return pd.DataFrame(
+        {
+            "step": [s.title for s in rows],
+            "code": [s.code for s in rows],
+            "shape": [s.shape for s in rows],
+            "strides": [s.strides for s in rows],
+            "new bytes": [s.new_bytes for s in rows],
+        },
+        index=pd.Index(range(1, len(rows) + 1), name="#"),
     )
 
 

@@ -82,19 +82,8 @@ def _synced(fn: Callable[..., None]) -> Callable[..., None]:
 
 
 def _steps_table(ex: Current) -> None:
-    rows = [
-        {
-            "#": i + 1,
-            "step": s.title,
-            "code": s.code,
-            "shape": s.shape,
-            "strides": s.strides,
-            "new bytes": s.new_bytes,
-        }
-        for i, s in enumerate(cached.steps(ex.x, ex.applied))
-    ]
     with st.expander("Every step's shape and strides", expanded=True):
-        st.dataframe(pd.DataFrame(rows).set_index("#"), width="stretch")
+        st.dataframe(cached.steps_table(ex.x, ex.applied), width="stretch")
 
 
 @st.fragment
