@@ -534,6 +534,7 @@ def test_share_section_links_the_same_example_in_the_walkthrough():
     walk = next(c.value for c in at.code if "/walkthrough?" in c.value)
     query = dict(pair.split("=", 1) for pair in walk.split("?", 1)[1].split("&"))
     assert query == {"p": "random", "s": "3x4x5", "seed": "7"}  # the example, not the view
+    assert [p.proto.label for p in at.get("page_link")] == ["Open in the Walkthrough"]
 
 
 def test_weights_applied_are_shown_with_four_decimals():

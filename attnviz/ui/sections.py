@@ -329,8 +329,16 @@ def share(ex: Current, params: dict[str, str]) -> None:
     base = (st.context.url or "").split("?")[0]
     st.markdown("**Link to exactly this example, options and step** (also in the address bar):")
     st.code(f"{base}?{urlencode(params)}", language=None, wrap_lines=True)
+    from attnviz.ui.navigation import walkthrough_page  # the page list imports this module
+
     walk = link.walkthrough_params(params)
-    st.markdown("**The same example in the Walkthrough** (slides for a projector):")
+    st.page_link(
+        walkthrough_page(),
+        label="Open in the Walkthrough",
+        icon=":material/slideshow:",
+        query_params=walk,
+    )
+    st.caption("The same example as slides for a projector; its link:")
     st.code(
         f"{link.sibling(base, 'walkthrough')}?{urlencode(walk)}", language=None, wrap_lines=True
     )
