@@ -290,3 +290,18 @@ def test_reload_defaults_recovers_from_a_link_that_breaks_the_page(monkeypatch):
     at.button(key="pg_reload").click().run()
     assert not at.exception and not at.error
     assert "step" not in at.query_params
+
+
+@pytest.mark.parametrize(
+    "typed", ["**x** [a](https://e.example)", "`code` :red[r]", "$\\Huge x$ <b>", "www.e.example"]
+)
+def test_text_typed_in_a_cell_is_echoed_as_text(typed):
+    from attnviz.ui.playground import editor_key
+
+    at = _app()
+    key = editor_key("x", at.session_state["pg_version"], 0)
+    at.session_state[key] = {"edited_rows": {0: {"h0": typed}}, "added_rows": [], "deleted_rows": []}
+    at.run()
+    message = " ".join(e.value for e in at.error)
+    assert typed in literal(message)  # what was typed is shown, and only as text:
+    assert not re.search(r"\]\(|://|www\.|\*\*|:red\[|(?<!\\)[`$<]", message)
