@@ -137,19 +137,25 @@ def _frame(page, index: int) -> list[list[str]]:
     return [[c.inner_text() for c in rows.nth(i).locator("td").all()] for i in range(rows.count())]
 
 
-def _result(page) -> np.ndarray:
-    """weighted as shown: the first non-editable table whose rows are sentences (after the editors)."""
-    frames = page.locator('[data-testid="stDataFrame"]')
-    for i in range(frames.count()):
-        rows = _frame(page, i)
-        header = frames.nth(i).locator("table[role=grid] th").all_inner_texts()
-        if rows and rows[0][0] == "sentence 0" and header[1:2] == ["h0"]:
-            return np.array([[float(v) for v in r[1:]] for r in rows])
-    raise AssertionError("no result table on the page")
+def _result(page, timeout_s: float = 30) -> np.ndarray:
+    """weighted as shown: the first non-editable table whose rows are sentences (after the editors).
+    Polls until it is on the page (a busy server may still be drawing)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        frames = page.locator('[data-testid="stDataFrame"]')
+        for i in range(frames.count()):
+            rows = _frame(page, i)
+            header = frames.nth(i).locator("table[role=grid] th").all_inner_texts()
+            if rows and rows[0][0] == "sentence 0" and header[1:2] == ["h0"]:
+                return np.array([[float(v) for v in r[1:]] for r in rows])
+        if time.monotonic() > deadline:
+            raise AssertionError("no result table on the page")
+        page.wait_for_timeout(250)
 
 
 def _clear_cell(page, table: int, row: int, col: int) -> None:
     """Select a cell of an editor and press Delete: the table sends an empty (null) value."""
+    _result(page)  # every table of the page is drawn, so none moves under the mouse
     grid = page.locator('[data-testid="stDataFrame"]').nth(table)
     box = grid.bounding_box()
     n_cols = grid.locator("table[role=grid] th").count()  # columns incl. the index
@@ -174,6 +180,7 @@ def _wait_result(page, expected: np.ndarray, timeout_s: float = 30) -> np.ndarra
 
 def _edit_cell(page, table: int, row: int, col: int, text: str) -> None:
     """Double-click a cell of an editor (row, col count data cells from 0) and type text."""
+    _result(page)  # every table of the page is drawn, so none moves under the mouse
     grid = page.locator('[data-testid="stDataFrame"]').nth(table)
     box = grid.bounding_box()
     header_h = 35

@@ -300,7 +300,11 @@ def test_text_typed_in_a_cell_is_echoed_as_text(typed):
 
     at = _app()
     key = editor_key("x", at.session_state["pg_version"], 0)
-    at.session_state[key] = {"edited_rows": {0: {"h0": typed}}, "added_rows": [], "deleted_rows": []}
+    at.session_state[key] = {
+        "edited_rows": {0: {"h0": typed}},
+        "added_rows": [],
+        "deleted_rows": [],
+    }
     at.run()
     message = " ".join(e.value for e in at.error)
     assert typed in literal(message)  # what was typed is shown, and only as text:

@@ -305,6 +305,14 @@ def page() -> None:
         ss["pg_notice"] = None
     choice = _controls.example_controls(callback(_on_preset, "pg_"), callback(_on_resize, "pg_"))
     ex = _editors(choice)
+    _tabs(ex)
+    ss["pg_page_done"] = True
+
+
+@st.fragment
+def _tabs(ex: Current) -> None:
+    """The sections, one tab each, only the open one drawn. A fragment: switching tabs reruns
+    this part of the page, not the editors above it."""
     _controls.choose("pg_tab", [label for _, label in TABS], TABS[0][1])
     tabs = st.tabs([label for _, label in TABS], key="pg_tab", on_change="rerun")
     for (key, _), tab in zip(TABS, tabs, strict=True):
@@ -312,10 +320,9 @@ def page() -> None:
             with tab:
                 sections.render(key, ex)
     params = sync_link(ex)
-    if ss.get("pg_tab") == dict(TABS)["share"]:
+    if st.session_state.get("pg_tab") == dict(TABS)["share"]:
         with tabs[[k for k, _ in TABS].index("share")]:
             sections.share(ex, params)
-    ss["pg_page_done"] = True
 
 
 def sync_view(ex: Current) -> None:
