@@ -1,6 +1,11 @@
 """How fast the app answers: Playground rerun server time, and first paint in a real browser.
 
-    .venv/bin/python benchmarks/bench_app.py [--reruns 30] [--no-browser]
+    .venv/bin/python benchmarks/bench_app.py [--reruns 30] [--no-browser] [--protocol]
+
+0. --protocol: a real `streamlit run app.py` driven over its websocket by scripts/stclient.py, one
+   session: the server time (request sent -> script_finished) of a plain rerun, of "Next"/"Back"
+   in the step-by-step, of a tab switch and of a cell edit; with cProfile's top functions for Next
+   when --profile is given. This is what a visitor's click costs the server. Target: Next <= 12 ms.
 
 1. Rerun: the Playground script run by Streamlit's own script runner (AppTest) on the classic
    example, warm (after the first run filled the caches): a plain rerun, stepping Next/Back, and a
@@ -14,6 +19,7 @@ Prints the numbers; asserts nothing.
 from __future__ import annotations
 
 import argparse
+import json
 import socket
 import statistics
 import subprocess
@@ -142,12 +148,105 @@ def bench_first_paint(loads: int) -> None:
             proc.kill()
 
 
+def _start_server(port: int, root: Path = ROOT) -> subprocess.Popen:
+    cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port)]
+    cmd += ["--server.address", "127.0.0.1", "--server.headless", "true"]
+    proc = subprocess.Popen(
+        cmd, cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, env=_env(root)
+    )
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(600):
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2):
+                return proc
+        except OSError:
+            if proc.poll() is not None:
+                raise SystemExit("streamlit did not start") from None
+            time.sleep(0.1)
+    raise SystemExit("streamlit did not answer its health check")
+
+
+def _env(root: Path) -> dict[str, str]:
+    import os
+
+    return {**os.environ, "PYTHONPATH": str(root)}
+
+
+def _cpu_s(pid: int) -> float:
+    """CPU seconds (user + system, all threads) the process has used so far (Linux /proc)."""
+    import os
+
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def bench_protocol(n: int, root: Path = ROOT) -> None:
+    sys.path.insert(0, str(ROOT))
+    from scripts.stclient import Session
+
+    port = _free_port()
+    proc = _start_server(port, root)
+    cpu: dict[str, float] = {}
+
+    def timed(label: str, action) -> list:
+        c0 = _cpu_s(proc.pid)
+        runs = [action(i) for i in range(n)]
+        cpu[label] = (_cpu_s(proc.pid) - c0) / n
+        return runs
+
+    def step(s: Session, i: int):
+        s.click("pg_next" if i % 2 == 0 else "pg_back")
+        return s.rerun()
+
+    def tab(s: Session, i: int):
+        s.set_widget("pg_tab", "One result cell" if i % 2 == 0 else "Step by step")
+        return s.rerun()
+
+    def cell(s: Session, i: int):
+        key = next(k for k in s.known if k.startswith("pg_x") and k.endswith("_0"))
+        rows = {"0": {"h0": f"{0.5 + i / 1000:.4f}"}}
+        s.set_widget(key, json.dumps({"edited_rows": rows, "added_rows": [], "deleted_rows": []}))
+        return s.rerun()
+
+    try:
+        with Session(f"http://127.0.0.1:{port}") as s:
+            first = s.rerun()
+            print(f"first load: {first.elapsed_s * 1e3:.0f} ms, {first.deltas} deltas")
+            results = {
+                "plain rerun": timed("plain rerun", lambda i: s.rerun()),
+                "Next/Back": timed("Next/Back", lambda i: step(s, i)),
+                "tab switch": timed("tab switch", lambda i: tab(s, i)),
+                "cell edit": timed("cell edit", lambda i: cell(s, i)),
+            }
+        print("server CPU per interaction: the server's user+system seconds over n interactions")
+        for label, runs in results.items():
+            bad = sum(not r.ok for r in runs)
+            size = statistics.median(r.bytes for r in runs)
+            deltas = statistics.median(r.deltas for r in runs)
+            print(
+                f"{label:12s} server CPU {1e3 * cpu[label]:5.1f} ms | answered {_ms([r.elapsed_s for r in runs])}"
+                f" | {size / 1e3:.1f} KB, {deltas:.0f} deltas, {bad} not ok"
+            )
+        print("target: Next <= 12 ms of server time")
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reruns", type=int, default=30)
     parser.add_argument("--loads", type=int, default=5)
     parser.add_argument("--no-browser", action="store_true")
+    parser.add_argument("--protocol", action="store_true", help="only the websocket benchmark")
+    parser.add_argument("--root", type=Path, default=ROOT, help="app checkout to serve")
     args = parser.parse_args()
+    if args.protocol:
+        bench_protocol(args.reruns, args.root)
+        return
     bench_rerun(args.reruns)
     if not args.no_browser:
         bench_first_paint(args.loads)

@@ -8,6 +8,7 @@ the default are opened by their url_path through the pages ``st.navigation`` reg
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -450,10 +451,15 @@ def test_expand_vs_repeat_counts_bytes():
     at = _app()
     at.session_state["pg_tab"] = dict(TABS)["view"]
     at.run()
-    table = next(d.value for d in at.dataframe if "new bytes" in d.value.columns)
-    new_bytes = dict(zip(table.index, table["new bytes"], strict=True))
-    assert any(v == 0 for k, v in new_bytes.items() if "expand" in k)
-    assert any(v == 2 * 3 * 5 * 4 for k, v in new_bytes.items() if "repeat" in k)
+    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
+    table = next(t for t in spec["data"] if t["type"] == "table")
+    codes, new_bytes = table["cells"]["values"][0], table["cells"]["values"][4]
+    by_code = dict(zip(codes, new_bytes, strict=True))
+    assert any(v == "0" for k, v in by_code.items() if "expand" in k)
+    assert any(v == str(2 * 3 * 5 * 4) for k, v in by_code.items() if "repeat" in k)
+    # the table once, in the figure (it was also drawn as a dataframe): only the editors and
+    # the result remain
+    assert not [d for d in at.dataframe if "new bytes" in d.value.columns]
 
 
 def test_share_section_gives_link_snippet_and_downloads():
@@ -465,6 +471,29 @@ def test_share_section_gives_link_snippet_and_downloads():
     assert any(c.startswith("import torch") for c in codes)
     keys = {e.proto.id for e in at.get("download_button")}
     assert len(keys) == 5
+
+
+def test_share_section_links_the_same_example_in_the_walkthrough():
+    at = _app({"p": "random", "s": "3x4x5", "seed": "7", "step": "2"})
+    at.session_state["pg_tab"] = dict(TABS)["share"]
+    at.run()
+    walk = next(c.value for c in at.code if "/walkthrough?" in c.value)
+    query = dict(pair.split("=", 1) for pair in walk.split("?", 1)[1].split("&"))
+    assert query == {"p": "random", "s": "3x4x5", "seed": "7"}  # the example, not the view
+    assert [p.proto.label for p in at.get("page_link")] == ["Open in the Walkthrough"]
+
+
+def test_weights_applied_are_shown_with_four_decimals():
+    at = _app({"mk": "1", "m": "110_100"})
+    applied = next(d for d in at.dataframe if not d.proto.editing_mode and "w0" in d.value.columns)
+    assert '"format":"%.4f"' in applied.proto.columns.replace(" ", "")  # not "0" beside "0.3038"
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"), [(0.44, "0.4400"), (0.7718, "0.7718"), (1.0, "1.0000"), (1e-5, "0.00001")]
+)
+def test_editor_cells_show_four_decimals_unless_more_are_needed(value, shown):
+    assert edit.cell_text(value) == shown
 
 
 # ---- the pure helpers behind the Playground ----------------------------------------------------

@@ -21,7 +21,7 @@ import torch
 import attnviz
 from attnviz import examples
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[1]
 SHOTS = ROOT / "artifacts" / "screenshots"
@@ -137,19 +137,25 @@ def _frame(page, index: int) -> list[list[str]]:
     return [[c.inner_text() for c in rows.nth(i).locator("td").all()] for i in range(rows.count())]
 
 
-def _result(page) -> np.ndarray:
-    """weighted as shown: the first non-editable table whose rows are sentences (after the editors)."""
-    frames = page.locator('[data-testid="stDataFrame"]')
-    for i in range(frames.count()):
-        rows = _frame(page, i)
-        header = frames.nth(i).locator("table[role=grid] th").all_inner_texts()
-        if rows and rows[0][0] == "sentence 0" and header[1:2] == ["h0"]:
-            return np.array([[float(v) for v in r[1:]] for r in rows])
-    raise AssertionError("no result table on the page")
+def _result(page, timeout_s: float = 30) -> np.ndarray:
+    """weighted as shown: the first non-editable table whose rows are sentences (after the editors).
+    Polls until it is on the page (a busy server may still be drawing)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        frames = page.locator('[data-testid="stDataFrame"]')
+        for i in range(frames.count()):
+            rows = _frame(page, i)
+            header = frames.nth(i).locator("table[role=grid] th").all_inner_texts()
+            if rows and rows[0][0] == "sentence 0" and header[1:2] == ["h0"]:
+                return np.array([[float(v) for v in r[1:]] for r in rows])
+        if time.monotonic() > deadline:
+            raise AssertionError("no result table on the page")
+        page.wait_for_timeout(250)
 
 
 def _clear_cell(page, table: int, row: int, col: int) -> None:
     """Select a cell of an editor and press Delete: the table sends an empty (null) value."""
+    _result(page)  # every table of the page is drawn, so none moves under the mouse
     grid = page.locator('[data-testid="stDataFrame"]').nth(table)
     box = grid.bounding_box()
     n_cols = grid.locator("table[role=grid] th").count()  # columns incl. the index
@@ -174,6 +180,7 @@ def _wait_result(page, expected: np.ndarray, timeout_s: float = 30) -> np.ndarra
 
 def _edit_cell(page, table: int, row: int, col: int, text: str) -> None:
     """Double-click a cell of an editor (row, col count data cells from 0) and type text."""
+    _result(page)  # every table of the page is drawn, so none moves under the mouse
     grid = page.locator('[data-testid="stDataFrame"]').nth(table)
     box = grid.bounding_box()
     header_h = 35
@@ -228,6 +235,36 @@ def test_a_bad_cell_shows_a_message_and_keeps_the_result(browser, server):
     np.testing.assert_allclose(_result(page), _classic(), rtol=1e-5, atol=1e-5)
     _no_exception_box(page)
     page.screenshot(path=SHOTS / "playground_bad_cell.png")
+    page.close()
+
+
+TYPED = [  # (typed, the number it means or None, what the message says)
+    ("1e-3", 1e-3, None),
+    ("0,5", 0.5, None),
+    ("-.25", -0.25, None),
+    ("1e30", None, "1e30 is larger than"),
+    ("abc", None, "'abc' is not a number"),
+    ("1,000", None, "could mean"),
+]
+
+
+@pytest.mark.parametrize(("typed", "value", "says"), TYPED, ids=[t for t, _, _ in TYPED])
+def test_typed_numbers_are_read_or_refused_with_what_was_typed(browser, server, typed, value, says):
+    page = _open(browser, server)
+    _edit_cell(page, 0, 1, 2, typed)  # net_output[0, 1, 2]
+    x, w = examples.classic()
+    if value is not None:
+        x[0, 1, 2] = value
+        expected = attnviz.weighted_sum(x, w).numpy().astype(np.float64)
+        np.testing.assert_allclose(_wait_result(page, expected), expected, rtol=1e-5, atol=1e-5)
+    else:
+        alert = page.locator('[data-testid="stAlert"]', has_text="net_output[0, 1, 2]")
+        alert.first.wait_for(timeout=WAIT_MS)
+        assert says in alert.first.inner_text()
+        assert typed in _frame(page, 0)[1]  # what was typed stays visible in its cell
+        np.testing.assert_allclose(_result(page), _classic(), rtol=1e-5, atol=1e-5)
+    _no_exception_box(page)
+    page.screenshot(path=SHOTS / f"typed_{typed.replace(',', 'comma')}.png")
     page.close()
 
 

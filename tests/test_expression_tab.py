@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 import attnviz
 from attnviz import examples
-from attnviz.ui import expression, sections
+from attnviz.ui import expression
 from attnviz.ui.sections import TABS
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
@@ -178,10 +178,6 @@ def test_the_cached_summary_is_small_for_the_memory_attack():
     s = expression.summarise(head + ".T" * 28, x.numpy(), w.numpy(), None, None)
     assert s["error"] is None
     assert len(pickle.dumps(s)) < 64 * 1024  # the old cache entry pickled to about 119 MB
-
-
-def test_the_default_expression_agrees_with_the_link_default():
-    assert expression.EXPRESSIONS[0] == sections.EXPRESSIONS[0]
 
 
 def test_the_box_offers_the_mask_and_judges_with_softmax_and_mask():

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import streamlit as st
 
 from attnviz import examples
+from attnviz.ui.boundary import callback
 
 
 def remembered(key: str, default: object) -> object:
@@ -22,6 +23,42 @@ def remembered(key: str, default: object) -> object:
 def remember(key: str) -> None:
     """After drawing the widget `key`: keep its value for when it is drawn again."""
     st.session_state[f"keep_{key}"] = st.session_state.get(key)
+
+
+def choose(key: str, options: Sequence[object], default: object) -> None:
+    """Before drawing the choice widget ``key``: a value that is not one of ``options`` (a
+    tampered client sends any string) becomes ``default``. Checked by value and type."""
+    ss = st.session_state
+    if key in ss and not any(type(ss[key]) is type(o) and ss[key] == o for o in options):
+        ss[key] = default
+
+
+def whole(key: str, lo: int, hi: int, default: int, *, stored: type = int) -> int:
+    """Before drawing the number widget ``key``: its value as an int clamped to [lo, hi]
+    (``default`` for anything that is not a finite number), kept in session state as ``stored``.
+
+    The size and seed boxes are float widgets showing whole numbers (``stored=float``): Streamlit
+    turns what the browser sends for an int widget into an int before any app code runs, and a
+    forged NaN or infinity makes that fail; a float widget takes any double."""
+    ss = st.session_state
+    value = ss.get(key, default)
+    n: int | None = None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:
+            n = int(value)
+        except (OverflowError, ValueError):  # inf, nan
+            n = None
+    n = default if n is None else min(max(n, lo), hi)
+    if ss.get(key) != n or type(ss.get(key)) is not stored:
+        ss[key] = stored(n)
+    return n
+
+
+def flag(key: str) -> None:
+    """Before drawing the toggle ``key``: anything but a bool becomes False."""
+    ss = st.session_state
+    if key in ss and not isinstance(ss[key], bool):
+        ss[key] = False
 
 
 def current(key: str, default: object) -> object:
@@ -45,7 +82,15 @@ class ExampleChoice:
 
 def example_controls(on_preset: Callable[[], None], on_resize: Callable[[], None]) -> ExampleChoice:
     """Preset, B/T/H, seed, softmax and mask. on_preset rebuilds the example from the preset;
-    on_resize keeps the values that still fit."""
+    on_resize keeps the values that still fit. Every value is checked before its widget is drawn."""
+    choose("pg_preset", list(examples.PRESETS), "classic")
+    for letter, most in zip(
+        examples.AXIS_LETTERS, (examples.MAX_B, examples.MAX_T, examples.MAX_H), strict=True
+    ):
+        whole(f"pg_{letter.lower()}", 1, most, 1, stored=float)
+    whole("pg_seed", 0, 999_999, 0, stored=float)
+    flag("pg_softmax")
+    flag("pg_use_mask")
     cols = st.columns([2.2, 1, 1, 1, 1.2, 1.6, 1.6], vertical_alignment="bottom")
     preset = cols[0].selectbox(
         "Preset",
@@ -65,9 +110,10 @@ def example_controls(on_preset: Callable[[], None], on_resize: Callable[[], None
         sizes.append(
             col.number_input(
                 f"{letter} ({name if letter == 'H' else name + 's'})",
-                min_value=1,
-                max_value=most,
-                step=1,
+                min_value=1.0,
+                max_value=float(most),
+                step=1.0,
+                format="%.0f",
                 key=f"pg_{letter.lower()}",
                 on_change=on_resize,
                 help=f"How many {name}s, 1 to {most}. Values that still fit are kept.",
@@ -75,9 +121,10 @@ def example_controls(on_preset: Callable[[], None], on_resize: Callable[[], None
         )
     seed = cols[4].number_input(
         "Seed",
-        min_value=0,
-        max_value=999_999,
-        step=1,
+        min_value=0.0,
+        max_value=999_999.0,
+        step=1.0,
+        format="%.0f",
         key="pg_seed",
         on_change=on_preset,
         help="Seed of the random values (presets other than the 2x3x5 classic numbers).",
@@ -98,19 +145,20 @@ def example_controls(on_preset: Callable[[], None], on_resize: Callable[[], None
 
 def step_controls(n_steps: int) -> tuple[int, bool]:
     """Back / Next through the steps, or all at once. Returns (step index, show all)."""
-    st.session_state["pg_step"] = min(max(int(st.session_state.get("pg_step", 0)), 0), n_steps - 1)
+    whole("pg_step", 0, n_steps - 1, 0)
 
     def move(delta: int) -> None:
         st.session_state["pg_step"] = min(max(st.session_state["pg_step"] + delta, 0), n_steps - 1)
 
     cols = st.columns([1, 1, 3, 2], vertical_alignment="center")
     remembered("pg_all", False)
+    flag("pg_all")
     show_all = cols[3].toggle("All steps at once", key="pg_all")
     remember("pg_all")
     cols[0].button(
         "Back",
         key="pg_back",
-        on_click=move,
+        on_click=callback(move, "pg_"),
         args=(-1,),
         disabled=show_all or st.session_state["pg_step"] == 0,
         icon=":material/arrow_back:",
@@ -119,7 +167,7 @@ def step_controls(n_steps: int) -> tuple[int, bool]:
     cols[1].button(
         "Next",
         key="pg_next",
-        on_click=move,
+        on_click=callback(move, "pg_"),
         args=(1,),
         disabled=show_all or st.session_state["pg_step"] == n_steps - 1,
         icon=":material/arrow_forward:",
@@ -134,8 +182,8 @@ def step_controls(n_steps: int) -> tuple[int, bool]:
 def cell_controls(b: int, h: int) -> tuple[int, int]:
     """Pick one cell of the result weighted (B, H). Returns (sentence, hidden)."""
     for key, n in (("pg_cell_b", b), ("pg_cell_h", h)):
-        if not 0 <= int(remembered(key, 0)) < n:
-            st.session_state[key] = 0
+        remembered(key, 0)
+        choose(key, range(n), 0)
     cols = st.columns(2)
     sb = cols[0].selectbox("Sentence b", range(b), key="pg_cell_b")
     sh = cols[1].selectbox("Hidden h", range(h), key="pg_cell_h")

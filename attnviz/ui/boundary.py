@@ -1,9 +1,19 @@
-"""The error boundary around each page: a visitor sees a plain message, never a traceback."""
+"""The error boundary around each page and each widget callback: a visitor sees a plain message,
+never a traceback, and the server log never receives more than a few hundred characters of any
+value a visitor sent.
+
+- ``guarded(page, prefix)`` wraps a page function;
+- ``callback(fn, prefix)`` wraps an ``on_change``/``on_click`` callback (Streamlit runs callbacks
+  before the script, outside the page function, so they need their own boundary): the message is
+  kept in ``st.session_state[prefix + "notice"]`` and shown by the page that follows;
+- ``short(value)`` is what may go into a log line.
+"""
 
 from __future__ import annotations
 
 import functools
 import logging
+import traceback
 from collections.abc import Callable
 
 import streamlit as st
@@ -12,27 +22,78 @@ from attnviz.errors import AttnvizError
 from attnviz.ui.safe import inert
 
 _LOG = logging.getLogger("attnviz.ui")
+LOG_CHARS = 300  # the most of any one value written to the log
+APOLOGY = (
+    "Something went wrong while drawing this page, so it has been reset to its defaults. "
+    "Press **Reload defaults** below, or change any control to continue."
+)
+
+
+def short(value: object, most: int = LOG_CHARS) -> str:
+    """A value as log text, cut to ``most`` characters (a visitor can send megabytes)."""
+    text = str(value)
+    return text if len(text) <= most else f"{text[:most]}... ({len(text)} characters)"
+
+
+def log_failure(what: str, error: BaseException) -> None:
+    """The error's type, its message cut short and its frames (code lines, never values)."""
+    frames = "".join(traceback.format_tb(error.__traceback__))
+    _LOG.error("%s failed: %s: %s\n%s", what, type(error).__name__, short(error), frames)
+
+
+def _reset(prefix: str) -> None:
+    for key in [k for k in st.session_state if str(k).startswith(prefix)]:
+        del st.session_state[key]
+
+
+def _reload(prefix: str) -> None:
+    """ "Reload defaults": forget this page's state and the link that may have caused it."""
+    _reset(prefix)
+    st.query_params.clear()
+
+
+def callback(fn: Callable[..., None], prefix: str) -> Callable[..., None]:
+    """Wrap a widget callback: AttnvizError -> its message kept as the page's notice; any other
+    error -> logged (cut short), this page's state reset and the apology kept as the notice."""
+
+    @functools.wraps(fn)
+    def run(*args: object, **kwargs: object) -> None:
+        try:
+            fn(*args, **kwargs)
+        except AttnvizError as e:
+            st.session_state[f"{prefix}notice"] = short(e, 600)
+        except Exception as e:  # Streamlit's rerun/stop are BaseExceptions and pass through
+            log_failure(f"callback {fn.__name__}", e)
+            _reset(prefix)
+            st.session_state[f"{prefix}notice"] = (
+                "A control sent a value this page could not use, so the page has been reset "
+                "to its defaults."
+            )
+
+    return run
 
 
 def guarded(page: Callable[[], None], reset_prefix: str) -> Callable[[], None]:
     """Wrap a page function: AttnvizError -> its message; any other error -> a plain apology, the
-    traceback in the server log only, and this page's session state (keys starting with
-    reset_prefix) cleared so that the next run starts from the defaults."""
+    error in the server log only (cut short), and this page's session state (keys starting with
+    reset_prefix) cleared so that the next run starts from the defaults. "Reload defaults" also
+    drops the link's parameters, so a link that breaks the page cannot keep it broken."""
 
     @functools.wraps(page)
     def run() -> None:
         try:
             page()
         except AttnvizError as e:
-            st.error(inert(str(e)))
-        except Exception:  # Streamlit's rerun/stop are BaseExceptions and pass through
-            _LOG.exception("page %s failed", page.__name__)
-            for key in [k for k in st.session_state if str(k).startswith(reset_prefix)]:
-                del st.session_state[key]
-            st.error(
-                "Something went wrong while drawing this page, so it has been reset to its "
-                "defaults. Press **Reload defaults** below, or change any control to continue."
+            st.error(inert(short(e, 600)))
+        except Exception as e:  # Streamlit's rerun/stop are BaseExceptions and pass through
+            log_failure(f"page {page.__name__}", e)
+            _reset(reset_prefix)
+            st.error(APOLOGY)
+            st.button(
+                "Reload defaults",
+                key=f"{reset_prefix}reload",
+                on_click=_reload,
+                args=(reset_prefix,),
             )
-            st.button("Reload defaults", key=f"{reset_prefix}reload")
 
     return run

@@ -10,6 +10,7 @@ anything that is not a finite number within bounds, any added or deleted row, an
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -31,26 +32,52 @@ def col_labels(letter: str, n: int) -> list[str]:
     return [f"{letter}{i}" for i in range(n)]
 
 
+_SPELLING = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)(e[+-]?[0-9]{1,4})?", re.ASCII | re.I)
+_THOUSANDS = re.compile(r"[+-]?[0-9]{1,3},[0-9]{3}", re.ASCII)
+MAX_TEXT = 40  # characters a cell may hold
+
+
+def _spelling(text: str) -> str:
+    """Ordinary spellings of a number -> Python's: a decimal comma (0,5), a Unicode minus."""
+    t = text.replace("\u2212", "-")
+    if "," in t:
+        if "." in t or t.count(",") > 1:
+            raise AttnvizError(f"'{text}' mixes separators; type it with one decimal point")
+        if _THOUSANDS.fullmatch(t):
+            raise AttnvizError(
+                f"'{text}' could mean {t.replace(',', '')} or {t.replace(',', '.')}; "
+                "type it with a decimal point"
+            )
+        t = t.replace(",", ".")
+    return t
+
+
 def parse_number(value: object) -> float:
-    """One cell's value -> a finite float within ``MAX_ABS``, or AttnvizError saying why not."""
+    """One cell's value -> a finite float within ``MAX_ABS``, or AttnvizError saying what was
+    typed and why it was refused. Text is parsed strictly (ASCII digits, one decimal point or
+    comma, an optional exponent: ``1e-3``, ``0,5``, ``-.5``, ``2.``), never by ``float()`` alone
+    (which also takes ``1_0``, ``infinity`` and non-ASCII digits)."""
     if value is None or (isinstance(value, str) and not value.strip()):
         raise AttnvizError("is empty; type a number")
     if isinstance(value, bool):
         raise AttnvizError(f"is {value}, not a number")
     if isinstance(value, (int, float)):
-        text = repr(value)[:40]
+        text = repr(value)[:MAX_TEXT]
         try:
             number = float(value)
         except OverflowError:
             raise AttnvizError(f"{text} is too large for a float") from None
     elif isinstance(value, str):
         text = value.strip()
-        if len(text) > 40:
-            raise AttnvizError("is too long to be a number")
-        try:
-            number = float(text)
-        except ValueError:
-            raise AttnvizError(f"{text!r} is not a number") from None
+        if len(text) > MAX_TEXT:
+            raise AttnvizError(f"'{text[:12]}...' is too long to be a number")
+        if text.lower().lstrip("+-") in ("inf", "infinity", "nan"):
+            number = float(text.lower())
+        else:
+            spelled = _spelling(text)
+            if not _SPELLING.fullmatch(spelled):
+                raise AttnvizError(f"'{text}' is not a number")
+            number = float(spelled)
     else:
         raise AttnvizError(f"is a {type(value).__name__}, not a number")
     if math.isnan(number):
@@ -60,7 +87,7 @@ def parse_number(value: object) -> float:
             raise AttnvizError(f"is {text} (infinite); type a finite number")
         raise AttnvizError(f"{text} is too large for a float (it overflows to infinity)")
     if abs(number) > MAX_ABS:
-        raise AttnvizError(f"{text} is larger than {MAX_ABS:g} in size; keep numbers readable")
+        raise AttnvizError(f"{text} is larger than {MAX_ABS:,.0f} in size; keep numbers readable")
     return number
 
 
@@ -146,3 +173,18 @@ def display_values(a: np.ndarray) -> np.ndarray:
     0.77179998...), so an editor shows and edits the numbers the user typed."""
     flat = [float(np.format_float_positional(v, unique=True, trim="-")) for v in a.ravel()]
     return np.array(flat, dtype=np.float64).reshape(a.shape)
+
+
+def cell_text(v: float) -> str:
+    """How an editor cell shows a float32 value: four decimals when they are exact (``0.7718``,
+    ``1.0000``), else its shortest float32 spelling (``0.123456``, ``1e-05``)."""
+    v32 = np.float32(v)
+    four = f"{float(v32):.4f}"
+    if np.float32(float(four)) == v32 and abs(float(v32)) < 1e5:
+        return four
+    return np.format_float_positional(v32, unique=True, trim="-")
+
+
+def cell_texts(a: np.ndarray) -> np.ndarray:
+    """float32 (any shape) -> the same shape of ``cell_text`` strings."""
+    return np.array([cell_text(v) for v in a.ravel()], dtype=object).reshape(a.shape)

@@ -27,8 +27,11 @@ from attnviz.ui.edit import MAX_ABS
 
 MAX_EXPR_CHARS = 400
 MAX_PARAM_CHARS = 12_000  # 4 x 8 x 16 values at full float32 precision fit comfortably
-_NUMBER = re.compile(r"^-?(\d+\.?\d*|\.\d+)(e[-+]?\d+)?$")
-_SHAPE = re.compile(r"^(\d{1,2})x(\d{1,2})x(\d{1,2})$")
+MAX_NUMBER_CHARS = 24  # -0.123456789e-10 and the like; a float32 needs at most 16
+# Patterns are ASCII-only and matched in full: "²", "٣" or a trailing newline never pass.
+_NUMBER = re.compile(r"-?([0-9]+\.?[0-9]*|\.[0-9]+)(e[-+]?[0-9]{1,3})?", re.ASCII)
+_SHAPE = re.compile(r"([0-9]{1,2})x([0-9]{1,2})x([0-9]{1,2})", re.ASCII)
+_CELL = re.compile(r"([0-9]{1,2})_([0-9]{1,2})", re.ASCII)
 
 
 @dataclass(frozen=True)
@@ -86,13 +89,20 @@ def encode(link: Link) -> dict[str, str]:
     return out
 
 
+def whole(text: str, key: str, lo: int, hi: int) -> int:
+    """A link's whole number: ASCII digits only, at most as many as ``hi`` has, within [lo, hi].
+    Raises AttnvizError naming ``key`` otherwise (``"²"``, ``"٣"``, 5,000 digits, ``"+1"``...)."""
+    digits = len(str(hi))
+    if not re.fullmatch(f"[0-9]{{1,{digits}}}", str(text), re.ASCII) or not lo <= int(text) <= hi:
+        raise AttnvizError(
+            f"'{key}' should be a whole number from {lo} to {hi}, got {str(text)[:20]!r}"
+        )
+    return int(text)
+
+
 def _int(params: Mapping[str, str], key: str, lo: int, hi: int, default: int = 0) -> int:
     text = params.get(key)
-    if text is None:
-        return default
-    if not re.fullmatch(r"\d{1,6}", text) or not lo <= int(text) <= hi:
-        raise AttnvizError(f"'{key}' should be a whole number from {lo} to {hi}, got {text[:20]!r}")
-    return int(text)
+    return default if text is None else whole(text, key, lo, hi)
 
 
 def _flag(params: Mapping[str, str], key: str) -> bool:
@@ -113,7 +123,7 @@ def _array(text: str, key: str, shape: tuple[int, ...]) -> np.ndarray:
         )
     values = []
     for part in parts:
-        if not _NUMBER.match(part.lower()):
+        if len(part) > MAX_NUMBER_CHARS or not _NUMBER.fullmatch(part.lower()):
             raise AttnvizError(f"'{key}' holds {part[:20]!r}, which is not a number")
         v = float(part)
         if not math.isfinite(v) or abs(v) > MAX_ABS:
@@ -134,7 +144,7 @@ def decode(params: Mapping[str, str], *, tabs: tuple[str, ...] = ()) -> Link:
         raise AttnvizError(
             f"'p' names no preset: {preset[:20]!r} (try {', '.join(examples.PRESETS)})"
         )
-    match = _SHAPE.match(params.get("s", "2x3x5"))
+    match = _SHAPE.fullmatch(params.get("s", "2x3x5"))
     if not match:
         raise AttnvizError(f"'s' should look like 2x3x5, got {params.get('s', '')[:20]!r}")
     shape = tuple(int(g) for g in match.groups())
@@ -154,7 +164,7 @@ def decode(params: Mapping[str, str], *, tabs: tuple[str, ...] = ()) -> Link:
     if tab and tab not in tabs:
         raise AttnvizError(f"'tab' names no section: {tab[:20]!r}")
     cell_text = params.get("cell", "0_0")
-    cell_match = re.fullmatch(r"(\d{1,2})_(\d{1,2})", cell_text)
+    cell_match = _CELL.fullmatch(cell_text)
     if not cell_match or int(cell_match[1]) >= b or int(cell_match[2]) >= h:
         raise AttnvizError(
             f"'cell' should be sentence_hidden inside {(b, h)}, got {cell_text[:20]!r}"
@@ -177,3 +187,20 @@ def decode(params: Mapping[str, str], *, tabs: tuple[str, ...] = ()) -> Link:
         all_steps=_flag(params, "all"),
         cell=(int(cell_match[1]), int(cell_match[2])),
     )
+
+
+EXAMPLE_KEYS = ("p", "s", "seed", "sm", "mk", "x", "w", "m")  # what the example is (no view state)
+
+
+def walkthrough_params(params: Mapping[str, str]) -> dict[str, str]:
+    """The example's parameters only (preset, shape, seed, options, values), for another page."""
+    return {k: v for k, v in params.items() if k in EXAMPLE_KEYS}
+
+
+def sibling(url: str, page: str, current: str = "playground") -> str:
+    """The address of another page of the same app: ``http://h/playground`` (or the app's root,
+    where the default page is served, ``http://h/``) -> ``http://h/page``."""
+    base = url.split("?")[0].rstrip("/")
+    if base.endswith(f"/{current}"):
+        base = base[: -len(current) - 1]
+    return f"{base}/{page}"

@@ -33,6 +33,11 @@ def chrome() -> None:
     st.html(_STYLE)
 
 
+def walkthrough_page() -> st.Page:
+    """The Walkthrough page (for ``st.page_link``)."""
+    return st.Page(guarded(_walkthrough, "wt_"), title="Walkthrough", url_path="walkthrough")
+
+
 def pages() -> list[st.Page]:
     """The three pages, each wrapped in the error boundary."""
     return [
@@ -42,11 +47,7 @@ def pages() -> list[st.Page]:
             url_path="playground",
             default=True,
         ),
-        st.Page(
-            guarded(_walkthrough, "wt_"),
-            title="Walkthrough",
-            url_path="walkthrough",
-        ),
+        walkthrough_page(),
         st.Page(
             guarded(_performance, "pf_"),
             title="Performance",

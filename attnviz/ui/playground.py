@@ -6,7 +6,11 @@ State (set once behind the ``pg_ready`` guard): ``pg_x`` (B, T, H), ``pg_w`` (B,
 (B, T) bool hold the last valid example as float32/bool numpy arrays; ``pg_base`` is what the
 editors were built from and ``pg_version`` is bumped whenever that base is replaced, so that the
 editors start afresh (their keys carry the version). Edits are parsed from each editor's edit dict
-by ``attnviz.ui.edit``; a bad cell gives a message beside its table and the last valid example stays.
+by ``attnviz.ui.edit``: cells are text, parsed strictly; a refused cell keeps what was typed and
+gets a message under its table saying what and why, and the last valid example stays in use.
+
+From the editors on, the example travels as one ``current.Current`` value; the sections show what
+``attnviz.ui.cached`` returns for it. Every callback runs inside ``boundary.callback``.
 """
 
 from __future__ import annotations
@@ -14,36 +18,21 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import streamlit as st
-import torch
 
-import attnviz
 from attnviz import examples
 from attnviz.errors import AttnvizError
-from attnviz.ui import _controls, edit, link, sections
+from attnviz.ui import _controls, cached, edit, expression, link, sections
+from attnviz.ui.boundary import callback
+from attnviz.ui.current import Current
 from attnviz.ui.safe import inert
 
 TABS = sections.TABS  # (url key, label)
+CELL_WIDTH = 92  # px: "-999999.9999" (the widest value the limits allow) fits
 
 
 def editor_key(name: str, version: int, sentence: int | None = None) -> str:
     """The key of one editor: ``pg_x{version}_{sentence}``, ``pg_w{version}``, ``pg_m{version}``."""
     return f"pg_{name}{version}" + ("" if sentence is None else f"_{sentence}")
-
-
-@st.cache_data(max_entries=64, show_spinner=False)
-def _preset_arrays(
-    name: str, b: int, t: int, h: int, seed: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool, bool]:
-    """-> x (B, T, H) float32, w (B, T) float32, mask (B, T) bool, softmax?, uses a mask?"""
-    ex = examples.preset(name, b, t, h, seed=seed)
-    mask = ex.mask if ex.mask is not None else torch.ones(b, t, dtype=torch.bool)
-    return (
-        ex.net_output.numpy().astype(np.float32),
-        ex.att_scores.numpy().astype(np.float32),
-        mask.numpy(),
-        ex.normalize == "softmax",
-        ex.mask is not None,
-    )
 
 
 def _set_example(x: np.ndarray, w: np.ndarray, m: np.ndarray) -> None:
@@ -55,16 +44,22 @@ def _set_example(x: np.ndarray, w: np.ndarray, m: np.ndarray) -> None:
 
 def _size() -> tuple[int, int, int, int]:
     """(B, T, H, seed) from the widgets, clamped: a tampered client can send any number."""
-    ss = st.session_state
     limits = (("pg_b", examples.MAX_B), ("pg_t", examples.MAX_T), ("pg_h", examples.MAX_H))
-    b, t, h = (min(max(int(ss[k]), 1), most) for k, most in limits)
-    return b, t, h, min(max(int(ss["pg_seed"]), 0), 999_999)
+    b, t, h = (_controls.whole(k, 1, most, 1, stored=float) for k, most in limits)
+    return b, t, h, _controls.whole("pg_seed", 0, 999_999, 0, stored=float)
+
+
+def _preset_name() -> str:
+    name = st.session_state.get("pg_preset")
+    if name not in examples.PRESETS:
+        raise AttnvizError("That preset does not exist; showing the classic example.")
+    return str(name)
 
 
 def _on_preset() -> None:
     ss = st.session_state
     b, t, h, seed = _size()
-    x, w, m, softmax, use_mask = _preset_arrays(ss["pg_preset"], b, t, h, seed)
+    x, w, m, softmax, use_mask = cached.preset(_preset_name(), b, t, h, seed)
     ss["pg_softmax"], ss["pg_use_mask"] = softmax, use_mask
     _set_example(x, w, m)
 
@@ -73,7 +68,7 @@ def _on_resize() -> None:
     """New shape: start from the preset at that shape and keep every old value that still fits."""
     ss = st.session_state
     b, t, h, seed = _size()
-    x, w, m, _, _ = _preset_arrays(ss["pg_preset"], b, t, h, seed)
+    x, w, m, _, _ = cached.preset(_preset_name(), b, t, h, seed)
     x, w, m = x.copy(), w.copy(), m.copy()
     ob, ot, oh = ss["pg_x"].shape
     kb, kt, kh = min(b, ob), min(t, ot), min(h, oh)
@@ -88,15 +83,15 @@ def _init_state() -> None:
     ss = st.session_state
     if ss.get("pg_ready"):
         return
-    problem = None
+    problem = ss.get("pg_notice")  # a callback's message survives the reset it caused
     try:
         lk = link.decode(dict(st.query_params), tabs=tuple(k for k, _ in TABS))
     except AttnvizError as e:
         lk, problem = link.Link(), f"This link could not be read: {e}. Showing the defaults."
     b, t, h = lk.shape
-    x, w, m, _, _ = _preset_arrays(lk.preset, b, t, h, lk.seed)
-    ss["pg_preset"], ss["pg_seed"] = lk.preset, lk.seed
-    ss["pg_b"], ss["pg_t"], ss["pg_h"] = b, t, h
+    x, w, m, _, _ = cached.preset(lk.preset, b, t, h, lk.seed)
+    ss["pg_preset"], ss["pg_seed"] = lk.preset, float(lk.seed)  # float widgets: see whole()
+    ss["pg_b"], ss["pg_t"], ss["pg_h"] = float(b), float(t), float(h)
     ss["pg_softmax"], ss["pg_use_mask"] = lk.softmax, lk.use_mask
     ss["pg_tab"] = dict(TABS).get(lk.tab, TABS[0][1])
     ss["pg_step"] = lk.step
@@ -137,16 +132,25 @@ def _editor(
     prefix: tuple[int, ...],
     what: str,
 ) -> np.ndarray | None:
-    """One table: draw it, parse its edits. -> the edited block, or None (message shown) if bad."""
+    """One table: draw it, parse its edits. -> the edited block, or None (message shown) if bad.
+
+    Number cells are text columns: what a visitor types reaches the server as typed (a number
+    column would coerce ``1e30`` or ``0,5`` in the browser) and is parsed by ``edit.parse_number``."""
     state = st.session_state.get(key)
     try:
         edit.check_structure(state, base.shape[0], cols, name=name, what=what)
     except AttnvizError as e:
         _reset_editors(f"{e} The tables have been reset to the last valid example.")
     flag = base.dtype == np.bool_
-    column = st.column_config.CheckboxColumn if flag else st.column_config.NumberColumn
-    config = {c: column(c, **({} if flag else {"format": "%.4f"})) for c in cols}
-    frame = pd.DataFrame(base, index=rows, columns=cols) if flag else _frame(base, rows, cols)
+    if flag:
+        config = {c: st.column_config.CheckboxColumn(c) for c in cols}
+        frame = pd.DataFrame(base, index=rows, columns=cols)
+    else:
+        config = {
+            c: st.column_config.TextColumn(c, width=CELL_WIDTH, max_chars=edit.MAX_TEXT)
+            for c in cols
+        }
+        frame = pd.DataFrame(edit.cell_texts(base), index=rows, columns=cols)
     st.caption(label)
     try:
         st.data_editor(frame, key=key, column_config=config, num_rows="fixed", width="content")
@@ -159,8 +163,9 @@ def _editor(
         return None
 
 
-def _editors(choice: _controls.ExampleChoice) -> bool:
-    """Draw every table, parse the edits; store them as the example if all are valid."""
+def _editors(choice: _controls.ExampleChoice) -> Current:
+    """Draw every table, parse the edits; store them as the example if all are valid.
+    -> the example in use (the edited one, or the last valid one while a cell is refused)."""
     ss = st.session_state
     base, version = ss["pg_base"], ss["pg_version"]
     b, t, h = base["x"].shape
@@ -207,73 +212,72 @@ def _editors(choice: _controls.ExampleChoice) -> bool:
                 what=f"mask must keep B = {b} sentences",
             )
         result_box = st.container()
-    if any(blk is None for blk in blocks) or w is None or m is None:
-        ok = False
-    else:
-        ss["pg_x"] = np.stack(blocks).astype(np.float32)  # (B, T, H)
-        ss["pg_w"], ss["pg_m"] = w.astype(np.float32), m.astype(bool)
-        ok = True
+    ok = not (any(blk is None for blk in blocks) or w is None or m is None)
+    if ok:
+        x_new = np.stack(blocks).astype(np.float32)  # (B, T, H)
+        if not np.array_equal(x_new, ss["pg_x"]):
+            ss["pg_x"] = x_new
+        if not np.array_equal(w, ss["pg_w"]):
+            ss["pg_w"] = w.astype(np.float32)
+        if not np.array_equal(m, ss["pg_m"]):
+            ss["pg_m"] = m.astype(bool)
+    ex = Current.of(ss["pg_x"], ss["pg_w"], ss["pg_m"], choice.softmax, choice.use_mask)
     with result_box:
-        _result(ok)
-    return ok
+        _result(ex, ok)
+    return ex
 
 
-def _tensors() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None, str | None]:
-    """The current example as tensors: x (B, T, H), w (B, T), mask (B, T) or None, normalize."""
-    ss = st.session_state
-    mask = torch.from_numpy(ss["pg_m"]) if ss["pg_use_mask"] else None
-    normalize = "softmax" if ss["pg_softmax"] else None
-    return torch.from_numpy(ss["pg_x"]), torch.from_numpy(ss["pg_w"]), mask, normalize
-
-
-def _result(ok: bool) -> None:
-    x, w, mask, normalize = _tensors()
-    weighted = attnviz.weighted_sum(x, w, mask=mask, normalize=normalize)  # (B, H)
-    b, h = weighted.shape
-    st.markdown(f"##### Result `weighted` {(b, h)}: one vector per sentence")
+def _numbers_table(values: np.ndarray, rows: list[str], cols: list[str]) -> None:
+    """A read-only table of numbers, all with four decimals."""
     st.dataframe(
-        _frame(weighted.numpy(), edit.row_labels("sentence", b), edit.col_labels("h", h)),
-        column_config={
-            c: st.column_config.NumberColumn(c, format="%.4f") for c in edit.col_labels("h", h)
-        },
+        _frame(values, rows, cols),
+        column_config={c: st.column_config.NumberColumn(c, format="%.4f") for c in cols},
         width="content",
     )
-    if mask is not None or normalize:
-        applied = attnviz.attention_weights(w, mask=mask, normalize=normalize)  # (B, T)
+
+
+def _result(ex: Current, ok: bool) -> None:
+    b, t, h = ex.shape
+    st.markdown(f"##### Result `weighted` {(b, h)}: one vector per sentence")
+    _numbers_table(ex.weighted, edit.row_labels("sentence", b), edit.col_labels("h", h))
+    if not ex.plain:
         st.caption("Weights actually applied (after softmax and mask):")
-        st.dataframe(
-            _frame(
-                applied.numpy(), edit.row_labels("sentence", b), edit.col_labels("w", w.shape[1])
-            ),
-            width="content",
-        )
+        _numbers_table(ex.applied, edit.row_labels("sentence", b), edit.col_labels("w", t))
     if not ok:
         st.info("Showing the last valid example until the marked cells are fixed.")
 
 
-def _share(choice: _controls.ExampleChoice) -> dict[str, str]:
-    """The query parameters that restore what is on screen; written to the address bar."""
+def _params(ex: Current) -> dict[str, str]:
+    """The query parameters that restore what is on screen."""
     ss = st.session_state
-    px, pw, pm, _, _ = _preset_arrays(choice.preset, choice.b, choice.t, choice.h, choice.seed)
-    same = ss["pg_x"].shape == px.shape
+    b, t, h = ex.shape
+    preset = ss["pg_preset"] if ss.get("pg_preset") in examples.PRESETS else "classic"
+    seed = _controls.whole("pg_seed", 0, 999_999, 0, stored=float)
+    px, pw, pm, _, _ = cached.preset(preset, b, t, h, seed)
     tab = next((k for k, label in TABS if label == ss.get("pg_tab")), "")
     expr = str(_controls.current("pg_expr", "") or "")[: link.MAX_EXPR_CHARS]
+    cell = (_controls.current("pg_cell_b", 0), _controls.current("pg_cell_h", 0))
     lk = link.Link(
-        preset=choice.preset,
-        shape=ss["pg_x"].shape,
-        seed=choice.seed,
-        softmax=choice.softmax,
-        use_mask=choice.use_mask,
-        x=None if same and np.array_equal(ss["pg_x"], px) else ss["pg_x"],
-        w=None if same and np.array_equal(ss["pg_w"], pw) else ss["pg_w"],
-        mask=None if same and np.array_equal(ss["pg_m"], pm) else ss["pg_m"],
+        preset=preset,
+        shape=(b, t, h),
+        seed=seed,
+        softmax=ex.softmax,
+        use_mask=ex.use_mask,
+        x=None if np.array_equal(ex.x, px) else ex.x,
+        w=None if np.array_equal(ex.w, pw) else ex.w,
+        mask=None if np.array_equal(ex.m, pm) else ex.m,
         tab="" if tab == TABS[0][0] else tab,
         step=int(ss.get("pg_step", 0)),
-        all_steps=bool(_controls.current("pg_all", False)),
-        cell=(int(_controls.current("pg_cell_b", 0)), int(_controls.current("pg_cell_h", 0))),
-        expr=expr if tab == "expr" and expr != sections.EXPRESSIONS[0] else "",
+        all_steps=_controls.current("pg_all", False) is True,
+        cell=tuple(int(c) if type(c) is int else 0 for c in cell),
+        expr=expr if tab == "expr" and expr != expression.EXPRESSIONS[0] else "",
     )
-    params = link.encode(lk)
+    return link.encode(lk)
+
+
+def sync_link(ex: Current) -> dict[str, str]:
+    """Write the link of what is on screen to the address bar (when it changed). -> the params."""
+    params = _params(ex)
     if dict(st.query_params) != params:
         st.query_params.from_dict(params)
     return params
@@ -283,6 +287,7 @@ def page() -> None:
     """The Playground page."""
     _init_state()
     ss = st.session_state
+    ss["pg_page_done"] = False  # set again at the end: later runs of a section alone are fragments
     st.markdown("## Attention-weighted aggregation, through broadcasting")
     st.code(
         "weighted = (net_output * att_scores[..., None]).sum(axis=1)  # (B,T,H) * (B,T,1) -> (B,H)",
@@ -298,15 +303,47 @@ def page() -> None:
     if ss.get("pg_notice"):
         st.warning(inert(ss["pg_notice"]), icon="⚠️")
         ss["pg_notice"] = None
-    choice = _controls.example_controls(_on_preset, _on_resize)
-    _editors(choice)
-    x, w, mask, normalize = _tensors()
+    choice = _controls.example_controls(callback(_on_preset, "pg_"), callback(_on_resize, "pg_"))
+    ex = _editors(choice)
+    _tabs(ex)
+    ss["pg_page_done"] = True
+
+
+@st.fragment
+def _tabs(ex: Current) -> None:
+    """The sections, one tab each, only the open one drawn. A fragment: switching tabs reruns
+    this part of the page, not the editors above it."""
+    _controls.choose("pg_tab", [label for _, label in TABS], TABS[0][1])
     tabs = st.tabs([label for _, label in TABS], key="pg_tab", on_change="rerun")
     for (key, _), tab in zip(TABS, tabs, strict=True):
         if tab.open:
             with tab:
-                sections.render(key, x, w, mask, normalize)
-    params = _share(choice)
-    if ss.get("pg_tab") == dict(TABS)["share"]:
+                sections.render(key, ex)
+    params = sync_link(ex)
+    if st.session_state.get("pg_tab") == dict(TABS)["share"]:
         with tabs[[k for k, _ in TABS].index("share")]:
-            sections.share(x, w, mask, normalize, params)
+            sections.share(ex, params)
+
+
+def sync_view(ex: Current) -> None:
+    """After a section reran on its own: only the view parameters (step, all, cell) can have
+    changed; bring those up to date in the address bar."""
+    ss, qp = st.session_state, st.query_params
+    step = ss.get("pg_step", 0)
+    cell = (_controls.current("pg_cell_b", 0), _controls.current("pg_cell_h", 0))
+    want = {
+        "step": str(step) if type(step) is int and step > 0 else None,
+        "all": "1" if _controls.current("pg_all", False) is True else None,
+        "cell": f"{cell[0]}_{cell[1]}"
+        if all(type(c) is int for c in cell) and cell != (0, 0)
+        else None,
+    }
+    for key, value in want.items():
+        if value is None:
+            if key in qp:
+                del qp[key]
+        elif qp.get(key) != value:
+            qp[key] = value
+
+
+sections.after_fragment(sync_view)  # Next, a picked cell...: the address bar follows

@@ -1,11 +1,17 @@
 """The Playground's sections (one tab each), drawn only when their tab is open.
 
-Every section takes the current example as tensors: x (B, T, H), w (B, T) raw scores, mask (B, T)
-or None, normalize None or "softmax"; the story is told with the weights actually applied
-(``attnviz.attention_weights``). Library calls are cached here, keyed by the arrays' contents.
+Every section takes the example on screen as one typed value (``current.Current``: numpy arrays
+and the weights actually applied) and shows what ``attnviz.ui.cached`` returns for it: text, rows
+and figure specs, never tensors. The sections a visitor steps through (step by step, one result
+cell, mistakes, gradients) are ``st.fragment``s: "Next", a picked cell or a picked mistake reruns
+that section only, not the page (the address bar is kept up to date by ``on_change``, see
+``playground.sync_link``).
 """
 
 from __future__ import annotations
+
+import functools
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
@@ -13,9 +19,10 @@ import plotly.graph_objects as go
 import streamlit as st
 import torch
 
-import attnviz
-from attnviz import figures, trace
-from attnviz.ui import _controls, export, expression, link
+from attnviz import figures
+from attnviz.ui import _controls, cached, export, expression, link
+from attnviz.ui.boundary import callback
+from attnviz.ui.current import Current
 
 TABS: tuple[tuple[str, str], ...] = (
     ("steps", "Step by step"),
@@ -27,10 +34,16 @@ TABS: tuple[tuple[str, str], ...] = (
     ("expr", "Your expression"),
     ("share", "Share & export"),
 )
-PLOT_CONFIG = {
-    "displaylogo": False,
-    "toImageButtonOptions": {"format": "png", "scale": 2, "filename": "attnviz"},
-}
+PLOT_CONFIG = cached.PLOT_CONFIG
+
+# What a fragment calls with the example after it reruns alone, so that the address bar follows
+# (the page registers playground.sync_link; a function of the example and session state only).
+_after_fragment: list[Callable[[Current], object]] = []
+
+
+def after_fragment(sync: Callable[[Current], object]) -> None:
+    """Register what runs after a section reran on its own (not during a page run)."""
+    _after_fragment[:] = [sync]
 
 
 def show_figure(fig: go.Figure, key: str) -> None:
@@ -43,180 +56,110 @@ def _np(t: torch.Tensor) -> np.ndarray:
     return t.detach().numpy()
 
 
-# ---- cached library calls (keyed by the arrays' contents) ------------------------------------
-
-
-@st.cache_resource(max_entries=16, show_spinner=False)
-def _steps(x: np.ndarray, w: np.ndarray) -> tuple[list[trace.Step], tuple[float, float]]:
-    steps = trace.broadcast_steps(torch.from_numpy(x), torch.from_numpy(w))
-    return steps, figures.shared_zrange(steps)
-
-
-@st.cache_resource(max_entries=64, show_spinner=False)
-def _step_figure(x: np.ndarray, w: np.ndarray, i: int) -> go.Figure:
-    steps, zrange = _steps(x, w)
-    return figures.step_figure(steps[i], zrange=zrange)
-
-
-@st.cache_resource(max_entries=32, show_spinner=False)
-def _provenance(x: np.ndarray, w: np.ndarray, b: int, h: int) -> tuple[trace.Provenance, go.Figure]:
-    prov = trace.provenance(torch.from_numpy(x), torch.from_numpy(w), b, h)
-    _, zrange = _steps(x, w)
-    return prov, figures.provenance_figure(prov, zrange=zrange)
-
-
-@st.cache_resource(max_entries=16, show_spinner=False)
-def _mistakes(x: np.ndarray, w: np.ndarray) -> tuple[list[trace.Mistake], go.Figure]:
-    items = trace.mistakes(torch.from_numpy(x), torch.from_numpy(w))
-    return items, figures.mistakes_figure(items)
-
-
-@st.cache_resource(max_entries=32, show_spinner=False)
-def _mistake_figure(x: np.ndarray, w: np.ndarray, i: int) -> go.Figure:
-    items, _ = _mistakes(x, w)
-    return figures.mistake_figure(items[i])
-
-
-@st.cache_resource(max_entries=16, show_spinner=False)
-def _gradients(x: np.ndarray, w: np.ndarray, part: str) -> tuple[trace.Gradients, go.Figure]:
-    grads = trace.gradients(torch.from_numpy(x), torch.from_numpy(w))
-    return grads, figures.gradient_figure(grads, part=part)
-
-
-@st.cache_resource(max_entries=16, show_spinner=False)
-def _view_copy(w: np.ndarray, h: int) -> tuple[trace.ViewCopy, go.Figure]:
-    vc = trace.view_vs_copy(torch.from_numpy(w), h)
-    return vc, figures.view_copy_figure(vc)
-
-
-# ---- the sections ----------------------------------------------------------------------------
-
-
-def _applied(w: torch.Tensor, mask: torch.Tensor | None, normalize: str | None) -> torch.Tensor:
-    return attnviz.attention_weights(w, mask=mask, normalize=normalize)  # (B, T)
-
-
-def _note(mask: torch.Tensor | None, normalize: str | None) -> None:
-    if mask is not None or normalize:
+def _note(ex: Current) -> None:
+    if not ex.plain:
         st.caption(
             "Here `att_scores` means the weights actually applied (after the softmax and the mask)."
         )
 
 
-def steps_section(x: np.ndarray, w: np.ndarray) -> None:
-    """The one-liner step by step: Back/Next or all at once, shape and strides on every step."""
-    steps, _ = _steps(x, w)
+def _synced(fn: Callable[..., None]) -> Callable[..., None]:
+    """A fragment that, once drawn, lets the page bring the address bar up to date."""
+
+    @functools.wraps(fn)
+    def run(ex: Current) -> None:
+        fn(ex)
+        if st.session_state.get("pg_page_done"):  # the page is not running: a fragment rerun
+            for sync in _after_fragment:
+                sync(ex)
+
+    return run
+
+
+# ---- the sections ------------------------------------------------------------------------------
+
+
+def _steps_table(ex: Current) -> None:
+    with st.expander("Every step's shape and strides", expanded=True):
+        st.dataframe(cached.steps_table(ex.x, ex.applied), width="stretch")
+
+
+@st.fragment
+@_synced
+def _steps_body(ex: Current) -> None:
+    steps = cached.steps(ex.x, ex.applied)
     index, show_all = _controls.step_controls(len(steps))
-    rows = [
-        {
-            "#": i + 1,
-            "step": s.title,
-            "code": s.code,
-            "shape": str(s.shape),
-            "strides": "" if s.strides is None else str(s.strides),
-            "new bytes": "" if s.new_bytes is None else str(s.new_bytes),
-        }
-        for i, s in enumerate(steps)
-    ]
     shown = range(len(steps)) if show_all else [index]
     for i in shown:
         s = steps[i]
-        strides = "" if s.strides is None else f", strides `{s.strides}`"
+        strides = f", strides `{s.strides}`" if s.strides else ""
         st.markdown(f"**{i + 1}. {s.title}**: `{s.code}` → shape `{s.shape}`{strides}")
         st.markdown(s.explanation)
-        show_figure(_step_figure(x, w, i), key=f"pg_fig_step_{i}")
-    with st.expander("Every step's shape and strides", expanded=True):
-        st.dataframe(pd.DataFrame(rows).set_index("#"), width="stretch")
+        cached.show(cached.step_figure(ex.x, ex.applied, i), key=f"pg_fig_step_{i}")
 
 
-@st.cache_resource(max_entries=16, show_spinner=False)
-def _result_figure(x: np.ndarray, w: np.ndarray) -> go.Figure:
-    steps, zrange = _steps(x, w)
-    result = steps[-1].value  # (B, H)
-    fig = figures.tensor_figure(
-        result,
-        title="weighted: click a cell",
-        axis_names=("sentence", "hidden"),
-        zrange=zrange,
-        name="weighted",
-    )
-    # heatmaps can't be selected by a click; invisible markers on the cell centres can
-    b, h = result.shape
-    fig.add_scatter(
-        x=[j for _ in range(b) for j in range(h)],
-        y=[i for i in range(b) for _ in range(h)],
-        mode="markers",
-        marker={"size": 36, "opacity": 0, "symbol": "square"},
-        hovertemplate="weighted[%{y}, %{x}]: click to see its sum<extra></extra>",
-        showlegend=False,
-    )
-    fig.update_layout(clickmode="event+select", dragmode=False)
-    return fig
+def steps_section(ex: Current) -> None:
+    """The one-liner step by step: Back/Next or all at once, shape and strides on every step.
+    Back/Next rerun only the step (a fragment); the table of every step is drawn once."""
+    _steps_body(ex)
+    _steps_table(ex)
 
 
 def _on_pick() -> None:
     """A click on the result heatmap picks that cell (x = hidden h, y = sentence b)."""
     event = st.session_state.get("pg_pick")
-    points = event.get("selection", {}).get("points", []) if event else []
-    if points:
+    points = event.get("selection", {}).get("points", []) if isinstance(event, dict) else []
+    if points and isinstance(points[0], dict):
         x, y = points[0].get("x"), points[0].get("y")
-        if isinstance(x, int) and isinstance(y, int):
+        if type(x) is int and type(y) is int and x >= 0 and y >= 0:
             st.session_state["pg_cell_b"], st.session_state["pg_cell_h"] = y, x
 
 
-def cell_section(x: np.ndarray, w: np.ndarray) -> None:
+@st.fragment
+@_synced
+def cell_section(ex: Current) -> None:
     """Pick a result cell (b, h), by clicking it or with the two boxes: its sum of products."""
-    b, _, h = x.shape
+    b, _, h = ex.shape
     left, right = st.columns([1, 1.4], gap="large")
     with left:
         st.markdown(
             "Click a cell of `weighted`, or pick it here, to see where its number comes from."
         )
         sb, sh = _controls.cell_controls(b, h)
-        prov, fig = _provenance(x, w, sb, sh)
-        st.markdown(f"`{prov.formula}`")
-        st.code(prov.equation, language=None, wrap_lines=True)
+        view = cached.cell(ex.x, ex.applied, sb, sh)
+        st.markdown(f"`{view.formula}`")
+        st.text(view.equation)  # a plain block: no copy icon over the numbers
     with right:
-        result = _result_figure(x, w)
         st.plotly_chart(
-            result,
+            cached.figure(cached.result_figure(ex.x, ex.applied)),
             key="pg_pick",
-            on_select=_on_pick,
+            on_select=callback(_on_pick, "pg_"),
             selection_mode="points",
             config=PLOT_CONFIG,
             width="stretch",
             theme=None,
         )
-    show_figure(fig, key="pg_fig_cell")
+    cached.show(view.figure, key="pg_fig_cell")
 
 
-def forms_section(
-    x: torch.Tensor, w: torch.Tensor, mask: torch.Tensor | None, normalize: str | None
-) -> None:
+def forms_section(ex: Current) -> None:
     """Every method in attnviz.METHODS on the current example, checked against the float64 oracle."""
-    checks = attnviz.compare_methods(x, w, mask=mask, normalize=normalize)
-    rows = [
-        {
-            "method": c.method,
-            "how": c.summary,
-            "shape": str(tuple(c.result.shape)),
-            "largest difference from float64": f"{c.max_abs_diff:.1e}",
-            "agrees": "✓" if c.ok else "✗",
-        }
-        for c in checks
-    ]
+    rows = cached.forms(ex.x, ex.w, ex.mask, ex.softmax)
     st.markdown(
-        f"Every form computes the same `weighted` {tuple(checks[0].result.shape)}; each is checked against a "
+        f"Every form computes the same `weighted` {rows[0]['shape']}; each is checked against a "
         "float64 reference on the numbers above."
     )
     st.dataframe(pd.DataFrame(rows).set_index("method"), width="stretch")
 
 
-def mistakes_section(x: np.ndarray, w: np.ndarray) -> None:
+@st.fragment
+@_synced
+def mistakes_section(ex: Current) -> None:
     """The gallery of wrong forms, run live; the silent trap beside the right answer."""
-    items, overview = _mistakes(x, w)
-    show_figure(overview, key="pg_fig_mistakes")
+    items, overview = cached.mistakes(ex.x, ex.applied)
+    cached.show(overview, key="pg_fig_mistakes")
     labels = [f"{m.code}  ({m.outcome})" for m in items]
+    _controls.choose("pg_mistake", range(len(items)), 0)
     i = st.selectbox(
         "Look closer at one form",
         range(len(items)),
@@ -231,135 +174,109 @@ def mistakes_section(x: np.ndarray, w: np.ndarray) -> None:
         st.code(m.error, language=None, wrap_lines=True)
     if m.variant_note:
         st.caption(m.variant_note)
-    show_figure(_mistake_figure(x, w, i), key="pg_fig_mistake")
+    cached.show(cached.mistake_figure(ex.x, ex.applied, i), key="pg_fig_mistake")
 
 
-def grad_section(x: np.ndarray, w: np.ndarray) -> None:
+@st.fragment
+@_synced
+def grad_section(ex: Current) -> None:
     """The backward pass: the broadcast becomes a sum, the sum becomes a broadcast."""
+    parts = ["att_scores", "net_output"]
     _controls.remembered("pg_grad_part", "att_scores")
-    part = st.segmented_control(
-        "Gradient of", ["att_scores", "net_output"], required=True, key="pg_grad_part"
-    )
+    _controls.choose("pg_grad_part", parts, "att_scores")
+    part = st.segmented_control("Gradient of", parts, required=True, key="pg_grad_part")
     _controls.remember("pg_grad_part")
-    grads, fig = _gradients(x, w, part)
-    st.markdown(grads.explanation)
-    code = grads.att_scores_code if part == "att_scores" else grads.net_output_code
-    ok = grads.att_scores_ok if part == "att_scores" else grads.net_output_ok
-    gap = grads.att_scores_max_abs_diff if part == "att_scores" else grads.net_output_max_abs_diff
+    g = cached.gradients(ex.x, ex.applied, part)
+    st.markdown(g.explanation)
     st.markdown(
-        f"Formula: `{code}` — {'matches' if ok else 'does NOT match'} autograd "
-        f"(largest difference {gap:.1e}). The loss is `weighted.sum()`, so upstream is all ones."
+        f"Formula: `{g.code}` — {'matches' if g.ok else 'does NOT match'} autograd "
+        f"(largest difference {g.max_abs_diff:.1e}). The loss is `weighted.sum()`, so upstream "
+        "is all ones."
     )
-    show_figure(fig, key="pg_fig_grad")
+    cached.show(g.figure, key="pg_fig_grad")
 
 
-def view_section(w: np.ndarray, h: int) -> None:
+def view_section(ex: Current) -> None:
     """expand (a stride-0 view, 0 bytes) beside repeat (a real copy)."""
-    vc, fig = _view_copy(w, h)
+    vc = cached.view_copy(ex.applied, ex.shape[2])
     st.markdown(vc.explanation)
-    rows = [
-        {
-            "code": lay.code,
-            "shape": str(lay.shape),
-            "strides": str(lay.strides),
-            "shares memory with att_scores": "yes" if lay.same_memory else "no",
-            "new bytes": lay.new_bytes,
-            "numbers stored": lay.storage_numbers,
-        }
-        for lay in (vc.source, vc.expand, vc.repeat)
-    ]
-    st.dataframe(pd.DataFrame(rows).set_index("code"), width="stretch")
-    show_figure(fig, key="pg_fig_view")
+    cached.show(vc.figure, key="pg_fig_view")
 
 
-EXPRESSIONS = (
-    "(net_output * att_scores[..., None]).sum(axis=1)",
-    "net_output * att_scores",
-    "att_scores[..., None]",
-    "att_scores[:, None]",
-    "(net_output * att_scores[..., None]).sum(axis=0)",
-    'einsum("bth,bt->bh", net_output, att_scores)',
-    "att_scores[:, None, :] @ net_output",
-)
-MAX_EXPR_CHARS = link.MAX_EXPR_CHARS
+_SECTIONS: dict[str, Callable[[Current], None]] = {
+    "steps": steps_section,
+    "cell": cell_section,
+    "forms": forms_section,
+    "mistakes": mistakes_section,
+    "grad": grad_section,
+    "view": view_section,
+}
 
 
-def render(
-    key: str, x: torch.Tensor, w: torch.Tensor, mask: torch.Tensor | None, normalize: str | None
-) -> None:
+def render(key: str, ex: Current) -> None:
     """Draw the section named key (see TABS) for the current example."""
     if key == "share":
         return  # drawn by the page once the link is known
     if key == "expr":
-        expression.section(x, w, mask, normalize)
+        mask = None if ex.mask is None else torch.from_numpy(ex.mask)
+        expression.section(torch.from_numpy(ex.x), torch.from_numpy(ex.w), mask, ex.normalize)
         return
-    applied = _applied(w, mask, normalize)
-    xa, wa = _np(x), _np(applied).astype(np.float32)
-    _note(mask, normalize)
-    if key == "steps":
-        steps_section(xa, wa)
-    elif key == "cell":
-        cell_section(xa, wa)
-    elif key == "forms":
-        forms_section(x, w, mask, normalize)
-    elif key == "mistakes":
-        mistakes_section(xa, wa)
-    elif key == "grad":
-        grad_section(xa, wa)
-    elif key == "view":
-        view_section(wa, int(x.shape[2]))
+    _note(ex)
+    _SECTIONS[key](ex)
 
 
-def share(
-    x: torch.Tensor,
-    w: torch.Tensor,
-    mask: torch.Tensor | None,
-    normalize: str | None,
-    params: dict[str, str],
-) -> None:
-    """The link, the PyTorch snippet, the tensors as JSON/.npy and the figures as HTML."""
+def share(ex: Current, params: dict[str, str]) -> None:
+    """The link, the PyTorch snippet, the tensors as JSON/.npy and the figures as HTML. Every
+    download is built when it is clicked (a callable), not on each rerun."""
     from urllib.parse import urlencode
 
-    base = st.context.url or ""
+    base = (st.context.url or "").split("?")[0]
     st.markdown("**Link to exactly this example, options and step** (also in the address bar):")
     st.code(f"{base}?{urlencode(params)}", language=None, wrap_lines=True)
+    from attnviz.ui.navigation import walkthrough_page  # the page list imports this module
+
+    walk = link.walkthrough_params(params)
+    st.page_link(
+        walkthrough_page(),
+        label="Open in the Walkthrough",
+        icon=":material/slideshow:",
+        query_params=walk,
+    )
+    st.caption("The same example as slides for a projector; its link:")
+    st.code(
+        f"{link.sibling(base, 'walkthrough')}?{urlencode(walk)}", language=None, wrap_lines=True
+    )
     st.markdown("**Rebuild it in plain PyTorch** (copy with the icon at the top right):")
-    xn, wn = _np(x), _np(w)
-    mn = None if mask is None else _np(mask)
-    st.code(export.pytorch_snippet(xn, wn, mn, normalize == "softmax"), language="python")
-    weighted = _np(attnviz.weighted_sum(x, w, mask=mask, normalize=normalize))
+    st.code(export.pytorch_snippet(ex.x, ex.w, ex.mask, ex.softmax), language="python")
     st.markdown("**Download**")
     cols = st.columns(4)
+    tensors = {"net_output": ex.x, "att_scores": ex.w, "mask": ex.mask, "weighted": ex.weighted}
     cols[0].download_button(
         "Tensors (JSON)",
-        export.tensors_json(
-            {"net_output": xn, "att_scores": wn, "mask": mn, "weighted": weighted},
-            normalize=normalize,
-        ),
+        functools.partial(export.tensors_json, tensors, normalize=ex.normalize),
         file_name="attnviz_example.json",
         mime="application/json",
         key="pg_dl_json",
         on_click="ignore",
     )
     for col, (name, a) in zip(
-        cols[1:], (("net_output", xn), ("att_scores", wn), ("weighted", weighted)), strict=True
+        cols[1:],
+        (("net_output", ex.x), ("att_scores", ex.w), ("weighted", ex.weighted)),
+        strict=True,
     ):
         col.download_button(
             f"{name}.npy",
-            export.npy_bytes(a),
+            functools.partial(export.npy_bytes, a),
             file_name=f"{name}.npy",
             mime="application/octet-stream",
             key=f"pg_dl_{name}",
             on_click="ignore",
         )
-    applied = _applied(w, mask, normalize)
-    xa, wa = xn, _np(applied).astype(np.float32)
-    steps, _ = _steps(xa, wa)
+    steps = cached.steps(ex.x, ex.applied)
     i = min(int(st.session_state.get("pg_step", 0)), len(steps) - 1)
-    fig = _step_figure(xa, wa, i)
     st.download_button(
         f"Figure of step {i + 1}, {steps[i].title} (self-contained HTML, works offline)",
-        figures.figure_html(fig),
+        functools.partial(cached.step_html, ex.x, ex.applied, i),
         file_name=f"attnviz_step{i + 1}.html",
         mime="text/html",
         key="pg_dl_html",

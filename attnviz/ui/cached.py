@@ -1,0 +1,340 @@
+"""Every cache of the Playground, in one place, and what each may hold.
+
+Each function here is an ``st.cache_data`` around library calls, keyed by small numpy arrays (the
+example is at most MAX_B x MAX_T x MAX_H = 4 x 8 x 16 numbers) and plain values, and returns only
+what the page shows: strings, small float32 arrays, row dicts and figure specs (``Spec``: the
+plotly JSON and the figure's text description). No tensor is ever cached, so no cached value can
+drag a large storage along (a view pickles its whole storage).
+
+Bounds. Every cache has a TTL, an entry count and a byte budget (``max_size``, counted in pickled
+bytes by Streamlit); ``server.maxCacheDataSize`` in .streamlit/config.toml caps all of them
+together (the expression tab's cache included). ``BUDGETS`` lists them; README "Memory" adds them up.
+
+Figures. Unpickling a ``go.Figure`` rebuilds and re-validates it (~20 ms, measured), more than
+drawing it; a cached ``Spec`` is a string. ``show`` hands it to ``st.plotly_chart`` as a
+``_Prebuilt`` figure: a ``BaseFigure`` whose ``to_dict`` is the spec, already validated when it
+was built, so nothing is validated or rebuilt per rerun.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import plotly.io as pio
+import streamlit as st
+import torch
+from plotly.basedatatypes import BaseFigure
+
+import attnviz
+from attnviz import examples, figures, trace
+
+TTL = "20m"
+PLOT_CONFIG = {
+    "displaylogo": False,
+    "toImageButtonOptions": {"format": "png", "scale": 2, "filename": "attnviz"},
+}
+# name: (max_entries, max_size). A spec of the largest example is ~60 KB; rows and arrays less.
+BUDGETS: dict[str, tuple[int, str]] = {
+    "preset": (64, "2MiB"),
+    "outcome": (256, "4MiB"),
+    "steps": (64, "4MiB"),
+    "step_figure": (256, "16MiB"),
+    "cell": (256, "16MiB"),
+    "result_figure": (64, "4MiB"),
+    "forms": (64, "1MiB"),
+    "mistakes": (64, "8MiB"),
+    "mistake_figure": (128, "8MiB"),
+    "gradients": (64, "8MiB"),
+    "view_copy": (64, "4MiB"),
+}
+
+
+def _cache(name: str):
+    entries, size = BUDGETS[name]
+    return st.cache_data(max_entries=entries, max_size=size, ttl=TTL, show_spinner=False)
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A figure as the page shows it: plotly JSON (validated when built) and its description."""
+
+    json: str
+    description: str
+
+    @classmethod
+    def of(cls, fig: go.Figure) -> Spec:
+        return cls(pio.to_json(fig, validate=False), figures.description(fig))
+
+
+class _Prebuilt(BaseFigure):
+    """A figure already built and validated, carried as its spec: ``st.plotly_chart`` asks a
+    ``BaseFigure`` for ``to_dict()`` and serialises that without validating it again."""
+
+    def __init__(self, spec: dict) -> None:  # no BaseFigure.__init__: nothing to validate
+        self._spec = spec
+
+    def to_dict(self) -> dict:
+        return self._spec
+
+
+def figure(spec: Spec) -> BaseFigure:
+    """What ``st.plotly_chart`` draws for a cached spec."""
+    return _Prebuilt(json.loads(spec.json))
+
+
+def show(spec: Spec, key: str, *, caption: bool = True) -> None:
+    """A cached figure with its text description beside it (the camera icon saves a PNG)."""
+    st.plotly_chart(figure(spec), key=key, config=PLOT_CONFIG, width="stretch", theme=None)
+    if caption:
+        st.caption(spec.description)
+
+
+def _t(a: np.ndarray) -> torch.Tensor:
+    return torch.from_numpy(np.ascontiguousarray(a))
+
+
+# ---- the example ------------------------------------------------------------------------------
+
+
+@_cache("preset")
+def preset(
+    name: str, b: int, t: int, h: int, seed: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool, bool]:
+    """-> x (B, T, H) float32, w (B, T) float32, mask (B, T) bool, softmax?, uses a mask?"""
+    ex = examples.preset(name, b, t, h, seed=seed)
+    mask = ex.mask if ex.mask is not None else torch.ones(b, t, dtype=torch.bool)
+    return (
+        ex.net_output.numpy().astype(np.float32),
+        ex.att_scores.numpy().astype(np.float32),
+        mask.numpy().copy(),
+        ex.normalize == "softmax",
+        ex.mask is not None,
+    )
+
+
+@_cache("outcome")
+def outcome(
+    x: np.ndarray, w: np.ndarray, m: np.ndarray | None, softmax: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """x (B, T, H), raw w (B, T), mask (B, T) or None -> (weighted (B, H), weights applied (B, T))."""
+    xt, wt = _t(x), _t(w)
+    mt = None if m is None else _t(m)
+    normalize = "softmax" if softmax else None
+    weighted = attnviz.weighted_sum(xt, wt, mask=mt, normalize=normalize)  # (B, H)
+    applied = attnviz.attention_weights(wt, mask=mt, normalize=normalize)  # (B, T)
+    return weighted.numpy().astype(np.float32), applied.numpy().astype(np.float32)
+
+
+@_cache("forms")
+def forms(x: np.ndarray, w: np.ndarray, m: np.ndarray | None, softmax: bool) -> list[dict]:
+    """Every method in attnviz.METHODS on the example, against the float64 reference: table rows."""
+    checks = attnviz.compare_methods(
+        _t(x), _t(w), mask=None if m is None else _t(m), normalize="softmax" if softmax else None
+    )
+    return [
+        {
+            "method": c.method,
+            "how": c.summary,
+            "shape": str(tuple(c.result.shape)),
+            "largest difference from float64": f"{c.max_abs_diff:.1e}",
+            "agrees": "✓" if c.ok else "✗",
+        }
+        for c in checks
+    ]
+
+
+# ---- step by step (x (B, T, H), wa (B, T): the weights actually applied) -----------------------
+
+
+def _story(x: np.ndarray, wa: np.ndarray) -> tuple[list[trace.Step], tuple[float, float]]:
+    steps = trace.broadcast_steps(_t(x), _t(wa))  # ~1 ms: recomputed inside a cache miss only
+    return steps, figures.shared_zrange(steps)
+
+
+@dataclass(frozen=True)
+class StepText:
+    """What the page writes about one step."""
+
+    title: str
+    code: str
+    explanation: str
+    shape: str
+    strides: str
+    new_bytes: str
+
+
+@_cache("steps")
+def steps(x: np.ndarray, wa: np.ndarray) -> tuple[StepText, ...]:
+    """The one-liner's steps as text (titles, code, shapes, strides, bytes)."""
+    story, _ = _story(x, wa)
+    return tuple(
+        StepText(
+            s.title,
+            s.code,
+            s.explanation,
+            str(s.shape),
+            "" if s.strides is None else str(s.strides),
+            "" if s.new_bytes is None else str(s.new_bytes),
+        )
+        for s in story
+    )
+
+
+@_cache("steps")
+def steps_table(x: np.ndarray, wa: np.ndarray) -> pd.DataFrame:
+    """Every step's shape, strides and new bytes, one row each (index: the step's number)."""
+    rows = steps(x, wa)
+    return pd.DataFrame(
+        {
+            "step": [s.title for s in rows],
+            "code": [s.code for s in rows],
+            "shape": [s.shape for s in rows],
+            "strides": [s.strides for s in rows],
+            "new bytes": [s.new_bytes for s in rows],
+        },
+        index=pd.Index(range(1, len(rows) + 1), name="#"),
+    )
+
+
+@_cache("step_figure")
+def step_figure(x: np.ndarray, wa: np.ndarray, i: int) -> Spec:
+    """Step i's figure, on the colour range shared by the whole story."""
+    story, zrange = _story(x, wa)
+    return Spec.of(figures.step_figure(story[i], zrange=zrange))
+
+
+def step_html(x: np.ndarray, wa: np.ndarray, i: int) -> str:
+    """Step i's figure as a self-contained HTML page (built when a visitor downloads it)."""
+    story, zrange = _story(x, wa)
+    return figures.figure_html(figures.step_figure(story[i], zrange=zrange))
+
+
+@dataclass(frozen=True)
+class CellView:
+    """One result cell: its formula, its sum written out, and its figure."""
+
+    formula: str
+    equation: str
+    figure: Spec
+
+
+@_cache("cell")
+def cell(x: np.ndarray, wa: np.ndarray, b: int, h: int) -> CellView:
+    """weighted[b, h] = sum over t of wa[b, t] * x[b, t, h], written out."""
+    prov = trace.provenance(_t(x), _t(wa), b, h)
+    _, zrange = _story(x, wa)
+    return CellView(
+        prov.formula, prov.equation, Spec.of(figures.provenance_figure(prov, zrange=zrange))
+    )
+
+
+@_cache("result_figure")
+def result_figure(x: np.ndarray, wa: np.ndarray) -> Spec:
+    """The result weighted (B, H) as a heatmap whose cells can be clicked."""
+    story, zrange = _story(x, wa)
+    result = story[-1].value  # (B, H)
+    fig = figures.tensor_figure(
+        result,
+        title="weighted: click a cell",
+        axis_names=("sentence", "hidden"),
+        zrange=zrange,
+        name="weighted",
+    )
+    # heatmaps can't be selected by a click; invisible markers on the cell centres can
+    b, h = result.shape
+    fig.add_scatter(
+        x=[j for _ in range(b) for j in range(h)],
+        y=[i for i in range(b) for _ in range(h)],
+        mode="markers",
+        marker={"size": 36, "opacity": 0, "symbol": "square"},
+        hovertemplate="weighted[%{y}, %{x}]: click to see its sum<extra></extra>",
+        showlegend=False,
+    )
+    fig.update_layout(clickmode="event+select", dragmode=False)
+    return Spec.of(fig)
+
+
+# ---- mistakes, gradients, expand vs repeat -------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MistakeText:
+    """What the page writes about one wrong form."""
+
+    code: str
+    outcome: str
+    explanation: str
+    error: str | None
+    variant_note: str | None
+    silent: bool
+
+
+@_cache("mistakes")
+def mistakes(x: np.ndarray, wa: np.ndarray) -> tuple[tuple[MistakeText, ...], Spec]:
+    """The gallery of wrong forms run on the example, and its overview figure."""
+    items = trace.mistakes(_t(x), _t(wa))
+    texts = tuple(
+        MistakeText(m.code, m.outcome, m.explanation, m.error, m.variant_note, m.silent)
+        for m in items
+    )
+    return texts, Spec.of(figures.mistakes_figure(items))
+
+
+@_cache("mistake_figure")
+def mistake_figure(x: np.ndarray, wa: np.ndarray, i: int) -> Spec:
+    return Spec.of(figures.mistake_figure(trace.mistakes(_t(x), _t(wa))[i]))
+
+
+@dataclass(frozen=True)
+class GradientView:
+    """The backward pass of one input: what it says, the formula, how well it matches autograd."""
+
+    explanation: str
+    code: str
+    ok: bool
+    max_abs_diff: float
+    figure: Spec
+
+
+@_cache("gradients")
+def gradients(x: np.ndarray, wa: np.ndarray, part: str) -> GradientView:
+    """part "att_scores" or "net_output": its gradient by formula against autograd."""
+    g = trace.gradients(_t(x), _t(wa))
+    fig = Spec.of(figures.gradient_figure(g, part=part))
+    if part == "att_scores":
+        return GradientView(
+            g.explanation, g.att_scores_code, g.att_scores_ok, g.att_scores_max_abs_diff, fig
+        )
+    return GradientView(
+        g.explanation, g.net_output_code, g.net_output_ok, g.net_output_max_abs_diff, fig
+    )
+
+
+@dataclass(frozen=True)
+class ViewCopyView:
+    """expand beside repeat: the explanation, one table row per layout, and the figure."""
+
+    explanation: str
+    rows: tuple[dict, ...]
+    figure: Spec
+
+
+@_cache("view_copy")
+def view_copy(wa: np.ndarray, h: int) -> ViewCopyView:
+    vc = trace.view_vs_copy(_t(wa), h)
+    rows = tuple(
+        {
+            "code": lay.code,
+            "shape": str(lay.shape),
+            "strides": str(lay.strides),
+            "shares memory with att_scores": "yes" if lay.same_memory else "no",
+            "new bytes": lay.new_bytes,
+            "numbers stored": lay.storage_numbers,
+        }
+        for lay in (vc.source, vc.expand, vc.repeat)
+    )
+    return ViewCopyView(vc.explanation, rows, Spec.of(figures.view_copy_figure(vc)))
