@@ -438,3 +438,32 @@ def test_exercises_import_without_the_web_stack():
         "assert not bad, bad"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd="/")
+
+
+# every known mistake's words, for every exercise: what a message can add to the observations
+REGISTRY_LEAKS = {
+    "weighted_sum": ["att_scores[..., None]).sum", "sum(dim=1)", "sum(1)", "bth,bt->bh"],
+    "masked_weighted_sum": ["* mask)[..., None]", "att_scores * mask", "masked_fill(~mask, 0)"],
+    "softmax_weighted_sum": ["softmax(dim=1)", "softmax(1)", "softmax(dim=-1)"],
+    "weights_grad": ["grad_weighted[:, None, :]", "bth,bh->bt", "sum(dim=2)", "sum(2)"],
+    "add_axis": ["att_scores[..., None]", "unsqueeze(-1)", "unsqueeze(2)"],
+    "expand_weights": ["expand(-1, -1, h)", "[..., None].expand"],
+    "intermediate_bytes": ["b * t * h *", "element_size() *"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(REGISTRY_LEAKS))
+def test_no_registered_hint_gives_the_solution(name):
+    from attnviz.exercises import lesson01, lesson02, lesson03
+
+    exercises = {
+        e.name: e
+        for module in (lesson01, lesson02, lesson03)
+        for e in vars(module).values()
+        if isinstance(e, ex.engine.Exercise)
+    }
+    words = " ".join(f"{e.title} {e.hint}" for e in exercises[name].mistakes.values())
+    assert words.strip()
+    assert not re.search(r"\d\.\d", words)
+    for fragment in REGISTRY_LEAKS[name]:
+        assert fragment not in words, fragment

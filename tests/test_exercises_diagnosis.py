@@ -168,3 +168,37 @@ def test_new_messages_never_show_a_value_or_the_solution(name, checker, fn, key)
     assert "tensor([" not in text
     for fragment in SOLUTION_FRAGMENTS:
         assert fragment not in text, fragment
+
+
+def test_a_size_that_comes_from_the_inputs_is_never_blamed_as_written_into_the_code():
+    # att_scores.T gives results whose first axis is T (or B): sizes of the inputs, not constants
+    for seed in SEEDS:
+        message = ex.check_weighted_sum(lambda x, w: (x * w.T[..., None]).sum(1), seed=seed).message
+        assert "written into" not in message, message
+
+
+def test_right_only_with_one_word_says_so():
+    result = ex.check_weighted_sum(lambda x, w: x[:, 0] * w[:, :1], seed=0)
+    assert result.mistake == "only_shape"
+    assert "single word per sentence (T = 1)" in result.message
+
+
+@pytest.mark.parametrize(
+    ("fn", "key"),
+    [
+        (lambda x, w: (x * w[..., None]).amax(dim=1), "max_not_sum"),
+        (lambda x, w: torch.einsum("bth,bt->b", x, w), "summed_hidden_too"),
+    ],
+)
+def test_more_weighted_sum_mistakes_are_named(fn, key):
+    assert ex.check_weighted_sum(fn, seed=1).mistake == key
+
+
+def test_a_function_that_turns_gradients_off_cannot_leak_that_into_the_check():
+    def switches_grad_off(x, w):
+        torch.set_grad_enabled(False)
+        return (x * w[..., None]).sum(dim=1)
+
+    result = ex.check_weighted_sum(switches_grad_off, seed=0)
+    assert torch.is_grad_enabled()
+    assert result.mistake == "detached"  # the grad case sees what the function did to its result

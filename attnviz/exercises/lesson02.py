@@ -141,6 +141,11 @@ WEIGHTED: dict[str, Entry] = {
         "B axis too: (1, H) became (H,). Name the one axis you mean to remove, or index it.",
         lambda x, w: torch.bmm(w[:, None, :], x).squeeze(),
     ),
+    "summed_hidden_too": Entry(
+        "summed over the hidden axis as well as the words",
+        "Each sentence keeps a vector of H numbers: add up the words only.",
+        lambda x, w: (x * w[..., None]).sum(dim=(1, 2)),
+    ),
     "summed_everything": Entry(
         "summed every number into one",
         "A sum with no axis adds everything up. Name the axis to collapse.",
@@ -162,6 +167,11 @@ WEIGHTED: dict[str, Entry] = {
         "The mean divides by the number of words T. The weights already say how much each word "
         "counts: add the weighted words up.",
         lambda x, w: (x * w[..., None]).mean(dim=1),
+    ),
+    "max_not_sum": Entry(
+        "took the maximum over the words instead of the sum",
+        "The maximum keeps one word per hidden feature; the weighted sum adds every word up.",
+        lambda x, w: (x * w[..., None]).amax(dim=1),
     ),
     "unweighted_sum": Entry(
         "added up the words without the weights",

@@ -40,7 +40,9 @@ def _partition(passed: list[Outcome], failed: list[Outcome]) -> str:
 
 def _fixed_size(outcomes: list[Outcome]) -> tuple[int, int, str] | None:
     """(axis, size, letter) when the result's axis has the same size on inputs whose letter
-    differs, while the answer's axis follows the letter: a size written into the code."""
+    differs, while the answer's axis follows the letter, and that size is none of the inputs'
+    sizes on at least two of them (so it cannot come from a `.shape`): a size written into the
+    code."""
     tensors = [o for o in outcomes if isinstance(o.output, Tensor) and o.case.sizes]
     tensors = [o for o in tensors if isinstance(o.case.expected, Tensor)]
     if len(tensors) < 2:
@@ -53,6 +55,9 @@ def _fixed_size(outcomes: list[Outcome]) -> tuple[int, int, str] | None:
         want = {o.case.expected.shape[axis] for o in tensors}
         if len(got) == 1 and len(want) >= 2:
             size = got.pop()
+            foreign = [t for t in tensors if size not in t.case.sizes.values()]
+            if len(foreign) < 2:
+                continue
             letters = [
                 k
                 for k in tensors[0].case.sizes
@@ -102,10 +107,17 @@ def observe(passed: list[Outcome], failed: list[Outcome], outcomes: list[Outcome
         and passed[0].case.sizes
         and all(o.case.sizes != passed[0].case.sizes for o in failed)
     ):
-        shape = tuple(passed[0].case.sizes.values())
+        sizes = passed[0].case.sizes
+        shape = tuple(sizes.values())
+        one_word = (
+            " That is the one case with a single word per sentence (T = 1), so the way your "
+            "function combines several words is what is off."
+            if sizes.get("T") == 1
+            else ""
+        )
         return "only_shape", (
             f"\nYour function gives the right answer only on inputs of sizes {shape}; it fails "
-            f"on every other size the checker tried." + hard
+            f"on every other size the checker tried.{one_word}" + hard
         )
     if letter:
         good = sorted({o.case.sizes[letter] for o in passed})
