@@ -47,6 +47,14 @@ def ws_torch_einsum_transposed(net_output, att_scores):
     return torch.einsum("bht,bt->bh", net_output.mT, att_scores)
 
 
+def ws_branches_on_dtype(net_output, att_scores):
+    # a branch adds an operation on some inputs: that is not a loop
+    if net_output.dtype != torch.float32:
+        x, w = net_output.float(), att_scores.float()
+        return (x * w[..., None]).sum(dim=1).to(net_output.dtype)
+    return (net_output * att_scores[..., None]).sum(dim=1)
+
+
 def ws_loops(net_output, att_scores):
     b_size, t_size, h_size = net_output.shape
     out = torch.zeros(b_size, h_size, dtype=net_output.dtype, device=net_output.device)
@@ -78,6 +86,7 @@ RIGHT_WEIGHTED = [
     ws_cumsum,
     ws_transposes,
     ws_torch_einsum_transposed,
+    ws_branches_on_dtype,
     ws_library,
     ws_masked_all_true,
 ]

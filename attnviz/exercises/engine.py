@@ -177,7 +177,6 @@ class Exercise:
     mistakes: Registry
     judge: Callable[[Outcome], Outcome]
     no_loop: bool = False  # the task says "no Python loop"
-    exact_errors: bool = True  # a mistake's exception matches only with the very same text
     judge_exceptions: bool = False  # raising can be the right answer: the judge sees exceptions
 
 
@@ -427,11 +426,10 @@ def _run_form(form: Callable[..., object], case: Case) -> object:
         return exc
 
 
-def _matches(o: Outcome, m_out: object, entry: Entry, exact_errors: bool) -> bool:
+def _matches(o: Outcome, m_out: object, entry: Entry) -> bool:
+    """The student's function gave what the mistake gives (the very same exception, or values)."""
     if isinstance(m_out, BaseException):
-        if o.exc is None or type(o.exc) is not type(m_out):
-            return False
-        return str(o.exc) == str(m_out) or not exact_errors
+        return o.exc is not None and type(o.exc) is type(m_out) and str(o.exc) == str(m_out)
     if o.exc is not None:
         return False
     got = o.output
@@ -461,17 +459,16 @@ def recognise(outcomes: list[Outcome], ex: Exercise) -> str | None:
     numbers (or the very same exception) where the student failed, the right answer where the
     student passed. One that reproduces numbers counts more than one that only raises the same."""
     best, best_score = None, 0.0
-    exact = ex.exact_errors
     for key, entry in ex.mistakes.items():
         for form in entry.forms:
             score = 0.0
             for o in outcomes:
                 m_out = _run_form(form, o.case)
                 if o.ok:
-                    if not _matches(o, m_out, entry, exact):
+                    if not _matches(o, m_out, entry):
                         break
                     continue
-                if not (_is_wrong(m_out, o.case, entry) and _matches(o, m_out, entry, exact)):
+                if not (_is_wrong(m_out, o.case, entry) and _matches(o, m_out, entry)):
                     break
                 score += 0.5 if isinstance(m_out, BaseException) else 1.0
             else:
