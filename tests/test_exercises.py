@@ -49,8 +49,8 @@ def ws_torch_einsum_transposed(net_output, att_scores):
 
 def ws_branches_on_dtype(net_output, att_scores):
     # a branch adds an operation on some inputs: that is not a loop
-    if net_output.dtype != torch.float32:
-        x, w = net_output.float(), att_scores.float()
+    if net_output.dtype == torch.float32:  # work in float64, give float32 back
+        x, w = net_output.double(), att_scores.double()
         return (x * w[..., None]).sum(dim=1).to(net_output.dtype)
     return (net_output * att_scores[..., None]).sum(dim=1)
 
