@@ -123,9 +123,8 @@ def _judge_expand(o: Outcome) -> Outcome:
 EXPAND: dict[str, Entry] = {
     "copied": Entry(
         "made a copy (with `repeat`, `.contiguous()`, `torch.cat` or a multiplication)",
-        "`repeat` writes every number H times into new memory. `expand` gives the same tensor as "
-        "a view: the new axis gets stride 0, so nothing is copied. Check with `.stride()` and "
-        "`.untyped_storage().data_ptr()`.",
+        "`repeat` writes every number H times into new memory; a view gives the new axis stride "
+        "0 and copies nothing. Check with `.stride()` and `.untyped_storage().data_ptr()`.",
     ),
     "expanded_wrong_axis": Entry(
         "stretched the weights along the wrong axis",

@@ -106,9 +106,8 @@ def _swapped_specs() -> tuple[Callable[[Tensor, Tensor], Tensor], ...]:
 
 
 _NEW_AXIS = (
-    "Shapes align from the right, so att_scores (B, T) met the LAST two axes of net_output "
-    "(B, T, H): words met hidden features. That fails loudly when T != H and silently when "
-    "T == H. att_scores needs a trailing axis of size 1, (B, T) → (B, T, 1)."
+    "Shapes align from the right, so att_scores (B, T) met net_output's LAST two axes: words "
+    "met hidden features (silently when T == H). It needs a trailing axis: (B, T) → (B, T, 1)."
 )
 
 WEIGHTED: dict[str, Entry] = {
@@ -200,10 +199,8 @@ WEIGHTED: dict[str, Entry] = {
     ),
     "einsum_letters_swapped": Entry(
         "swapped two letters in the einsum spec",
-        "Each letter names one axis, in the order the operand has them: net_output's axes are "
-        "(sentence, word, hidden) and att_scores' are (sentence, word). Check each operand's "
-        "letters against its shape, in order. (With T == H a swap runs without an error and pairs "
-        "words with hidden features.)",
+        "Each letter names one axis, in the operand's own order: net_output is (sentence, word, "
+        "hidden), att_scores is (sentence, word). With T == H a swap runs silently.",
         _swapped_specs(),
     ),
     "first_sentence_weights": Entry(
@@ -263,10 +260,9 @@ MASKED: dict[str, Entry] = {
     ),
     "boolean_index_flattens": Entry(
         "indexed with the mask (`net_output[mask]`), which flattens the batch",
-        "Boolean indexing keeps the selected words but loses which sentence each came from: "
-        "`net_output[mask]` is (number of real words, H) for the whole batch, so summing it mixes "
-        "all the sentences into one (right only when B = 1). Keep the (B, T) layout and give the "
-        "padding weight zero instead.",
+        "`net_output[mask]` is (real words in the whole batch, H): it forgets which sentence each "
+        "word came from, so the sum mixes sentences (right only when B = 1). Give the padding "
+        "weight zero instead.",
         lambda x, w, m: (x[m] * w[m][:, None]).sum(dim=0),
         flat=True,
     ),
@@ -358,10 +354,8 @@ SOFTMAX: dict[str, Entry] = {
     ),
     "max_without_keepdim": Entry(
         "subtracted the maximum without `keepdim=True`",
-        "`s.max(dim=1)` (or `amax`) removes the word axis: (B, T) → (B,). Subtracting a (B,) "
-        "tensor from the (B, T) scores lines B up with T from the right, so the subtraction fails "
-        "(or, when B == T or B = 1, quietly subtracts the wrong numbers). Keep the axis with "
-        "`keepdim=True`, or add it back with `[:, None]`.",
+        "`max(dim=1)` turns (B, T) into (B,); subtracting that from (B, T) lines B up with T "
+        "from the right: it fails, or quietly subtracts the wrong numbers when B == T.",
         (
             lambda x, s: _ws(x, _normalise((s - s.max(dim=1).values).exp(), True)),
             lambda x, s: _ws(x, _normalise((s - s.max(dim=1).values).exp(), False)),

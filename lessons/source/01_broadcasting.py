@@ -75,6 +75,7 @@ figures.alignment_figure(alignment, axis_names=("sentence", "word", "hidden"))
 try:
     net_output * att_scores
 except RuntimeError as err:
+    print(f"net_output {tuple(net_output.shape)} * att_scores {tuple(att_scores.shape)}:")
     print("RuntimeError:", err)
 
 # %% [markdown]
@@ -118,6 +119,7 @@ check_broadcast_shape(broadcast_shape)
 # same by axis number. Neither copies anything: the result is a **view** on the same memory.
 
 # %%
+print(f"On the classic att_scores {tuple(att_scores.shape)}:")
 for code, value in [
     ("att_scores[None]", att_scores[None]),
     ("att_scores[:, None]", att_scores[:, None]),

@@ -76,6 +76,7 @@ check_weighted_sum(weighted_sum)
 
 # %%
 steps = trace.broadcast_steps(net_output, att_scores)
+print(f"On the classic example, (B, T, H) = {tuple(net_output.shape)}:")
 for step in steps:
     print(f"{step.title:<36} {step.code:<48} shape {step.shape}")
 
