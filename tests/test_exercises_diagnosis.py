@@ -9,7 +9,7 @@ import torch
 
 from attnviz import exercises as ex
 
-SEEDS = range(6)
+SEEDS = range(12)
 
 
 def softmax_max_no_keepdim(x, s):
@@ -90,6 +90,14 @@ NAMED = [
 
 
 @pytest.mark.parametrize(("name", "checker", "fn", "key"), NAMED, ids=[n[0] for n in NAMED])
+def test_each_misdiagnosed_mistake_is_named(name, checker, fn, key):
+    result = checker(fn)  # fresh inputs
+    assert not result.passed
+    assert result.mistake == key, result.message
+
+
+@pytest.mark.slow  # the same on many seeds: a property test
+@pytest.mark.parametrize(("name", "checker", "fn", "key"), NAMED, ids=[n[0] for n in NAMED])
 def test_each_misdiagnosed_mistake_is_named_on_every_seed(name, checker, fn, key):
     for seed in SEEDS:
         result = checker(fn, seed=seed)
@@ -99,7 +107,7 @@ def test_each_misdiagnosed_mistake_is_named_on_every_seed(name, checker, fn, key
 
 @pytest.mark.parametrize(("name", "checker", "fn", "key"), NAMED, ids=[n[0] for n in NAMED])
 def test_no_message_blames_a_number_written_into_the_code(name, checker, fn, key):
-    for seed in SEEDS[:4]:
+    for seed in SEEDS[:2]:
         message = checker(fn, seed=seed).message
         assert "written into" not in message and "hard-coded" not in message, message
 
@@ -172,7 +180,7 @@ def test_new_messages_never_show_a_value_or_the_solution(name, checker, fn, key)
 
 def test_a_size_that_comes_from_the_inputs_is_never_blamed_as_written_into_the_code():
     # att_scores.T gives results whose first axis is T (or B): sizes of the inputs, not constants
-    for seed in SEEDS:
+    for seed in SEEDS[:4]:
         message = ex.check_weighted_sum(lambda x, w: (x * w.T[..., None]).sum(1), seed=seed).message
         assert "written into" not in message, message
 

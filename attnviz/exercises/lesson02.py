@@ -32,7 +32,8 @@ from attnviz.exercises.result import CheckResult
 def _xw(gen: torch.Generator, b: int, t: int, h: int, *, dtype=torch.float32, raw: bool = False):
     x = torch.randn(b, t, h, generator=gen, dtype=torch.float64)  # (B,T,H)
     s = torch.randn(b, t, generator=gen, dtype=torch.float64)  # (B,T)
-    w = s * 2 if raw else s.softmax(dim=1)  # (B,T)
+    e = (s - s.amax(dim=1, keepdim=True)).exp()  # (B,T), a softmax over words, by hand
+    w = s * 2 if raw else e / e.sum(dim=1, keepdim=True)  # (B,T)
     return x.to(dtype), w.to(dtype)
 
 
