@@ -476,3 +476,19 @@ def test_no_registered_hint_gives_the_solution(name):
     assert not re.search(r"\d\.\d", words)
     for fragment in REGISTRY_LEAKS[name]:
         assert fragment not in words, fragment
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x, w: ws_broadcast(x, w).to_sparse(),
+        lambda x, w: torch.nested.nested_tensor(list(ws_broadcast(x, w))),
+        lambda x, w: ws_broadcast(x, w).to(torch.complex64),
+        lambda x, w: (i for i in range(3)),
+    ],
+    ids=["sparse", "nested", "complex", "generator"],
+)
+def test_odd_results_get_a_verdict_not_a_crash(fn):
+    result = ex.check_weighted_sum(fn, seed=0)
+    assert result.status == "failed"
+    assert result.mistake in ("not_a_tensor", "wrong_dtype")

@@ -305,6 +305,8 @@ def close_values(a: object, b: object, *, flat: bool = False) -> bool:
     """Same values (and shape, unless flat) whatever the dtypes, within the project's tolerance."""
     if not (isinstance(a, Tensor) and isinstance(b, Tensor)):
         return False
+    if a.is_complex() or b.is_complex() or a.is_nested or a.layout is not torch.strided:
+        return False
     if flat:
         if a.numel() != b.numel():
             return False
@@ -325,6 +327,11 @@ def judge_tensor(out: Outcome) -> Outcome:
             "your function returned `None`. Did you forget the `return`? A function that computes "
             "the answer but does not return it gives back None."
         )
+        return out
+    if isinstance(got, Tensor) and (got.is_nested or got.layout is not torch.strided):
+        out.kind = Kind.TYPE
+        what = "nested" if got.is_nested else str(got.layout).replace("torch.", "")
+        out.detail = f"your function returned a {what} tensor; return an ordinary (dense) tensor."
         return out
     if not isinstance(got, Tensor):
         kind = type(got).__module__.split(".")[0] + "." + type(got).__name__
@@ -505,6 +512,19 @@ def not_attempted(name: str, total: int) -> CheckResult:
     return CheckResult(name, Status.NOT_ATTEMPTED, NOT_ATTEMPTED, cases_total=total)
 
 
+def _judge(ex: Exercise, o: Outcome) -> Outcome:
+    """The exercise's judge, with a safety net: whatever the student returned, a verdict."""
+    try:
+        return ex.judge(o)
+    except Exception:  # an object the judge cannot even compare
+        o.ok, o.kind = False, Kind.TYPE
+        o.detail = (
+            f"the checker could not read what your function returned (a "
+            f"{type(o.output).__name__}); return an ordinary torch.Tensor."
+        )
+        return o
+
+
 def run(ex: Exercise, fn: object, cases: list[Case]) -> CheckResult:
     """Check fn on every case and say what was found."""
     from attnviz.exercises.observe import observe  # it reads this module's Kind and Outcome
@@ -516,7 +536,7 @@ def run(ex: Exercise, fn: object, cases: list[Case]) -> CheckResult:
         for case in cases:
             o = call(fn, case)
             if o.kind is not Kind.EXCEPTION or ex.judge_exceptions:
-                o = ex.judge(o)
+                o = _judge(ex, o)
             outcomes.append(o)
     except NotAttempted:
         return not_attempted(ex.name, len(cases))
@@ -567,12 +587,18 @@ def run(ex: Exercise, fn: object, cases: list[Case]) -> CheckResult:
         keys = [k for o in failed for k in o.keys]
         key = max(dict.fromkeys(keys), key=keys.count)
     if key is None:
-        key = recognise(outcomes, ex)
+        try:
+            key = recognise(outcomes, ex)
+        except Exception:  # an odd result no mistake can be compared with: none is named
+            key = None
     text = ""
     if key is None and all(o.kind is Kind.DTYPE for o in failed):
         key, text = "wrong_dtype", ""
     if key is None:
-        key, text = observe(passed, failed, outcomes)
+        try:
+            key, text = observe(passed, failed, outcomes)
+        except Exception:  # odd results: the case list below still says what failed
+            key, text = None, ""
     entry = ex.mistakes.get(key) if key else None
     if entry is not None and entry.hint:
         title = f"Looks like you {entry.title}. " if entry.title else ""
