@@ -9,19 +9,8 @@ import torch
 from torch import Tensor
 
 from attnviz import examples
-from attnviz.exercises.engine import (
-    COMMON,
-    Case,
-    Entry,
-    Exercise,
-    Kind,
-    Outcome,
-    distinct_sizes,
-    fresh_seed,
-    judge_tensor,
-    rng_and_generator,
-    run,
-)
+from attnviz.exercises.cases import distinct_sizes, fresh_seed, rng_and_generator
+from attnviz.exercises.engine import COMMON, Case, Entry, Exercise, Kind, Outcome, judge_tensor, run
 from attnviz.exercises.explain import student_line
 from attnviz.exercises.result import CheckResult
 

@@ -11,18 +11,8 @@ import torch
 from torch import Tensor
 
 from attnviz import examples
-from attnviz.exercises.engine import (
-    COMMON,
-    Case,
-    Entry,
-    Exercise,
-    distinct_sizes,
-    expected_of,
-    judge_tensor,
-    lift,
-    rng_and_generator,
-    run,
-)
+from attnviz.exercises.cases import distinct_sizes, expected_of, rng_and_generator
+from attnviz.exercises.engine import COMMON, Case, Entry, Exercise, judge_tensor, lift, run
 from attnviz.exercises.result import CheckResult
 
 # --------------------------------------------------------------------------------------------

@@ -10,17 +10,8 @@ from random import Random
 import numpy as np
 import torch
 
-from attnviz.exercises.engine import (
-    Case,
-    Entry,
-    Exercise,
-    Kind,
-    Outcome,
-    distinct_sizes,
-    dtype_name,
-    fresh_seed,
-    run,
-)
+from attnviz.exercises.cases import distinct_sizes, dtype_name, fresh_seed
+from attnviz.exercises.engine import Case, Entry, Exercise, Kind, Outcome, run
 from attnviz.exercises.result import CheckResult
 
 # --------------------------------------------------------------------------------------------

@@ -8,7 +8,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from attnviz.exercises.engine import Kind, Outcome, join, shape_words
+from attnviz.exercises.cases import join
+from attnviz.exercises.engine import Kind, Outcome, shape_words
 
 _KIND_WORDS = {
     Kind.EXCEPTION: "it raised an error",
