@@ -119,6 +119,35 @@ def _n_checks(nb: nbformat.NotebookNode) -> int:
     return sum(len(CHECK_CALL.findall(c.source)) for c in nb.cells if c.cell_type == "code")
 
 
+# what each lesson's exercises ask the student to work out: no output of a student notebook whose
+# exercises have not passed may show it
+ANSWERS = {
+    "01_broadcasting": ["expand(-1, -1, h)", "].expand(B, T, H)"],
+    "02_aggregation": [
+        "bth,bt->bh",
+        "bth,bh->bt",
+        "upstream[:, None, :]).sum",
+        "grad_weighted[:, None",
+        "bmm(att_scores[:, None",
+        "(att_scores * mask)",
+    ],
+    "03_cpu_vs_gpu": ["* element_size()", "element_size() *", "* itemsize"],
+}
+
+
+def _outputs_text(nb: nbformat.NotebookNode) -> str:
+    """What the outputs show as text (streams, plain text, figure specs), less the student's own
+    lines that a check quotes back."""
+    parts = []
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            data = out.get("data", {})
+            parts.append("".join(out.get("text", "")))
+            parts.append("".join(data.get("text/plain", "")))
+            parts.append(json.dumps(data.get("application/vnd.plotly.v1+json", "")))
+    return re.sub(r"this line of your code: `[^`\n]*`", "", "\n".join(parts))
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_student_version_runs_and_reports_not_attempted(path):
@@ -126,6 +155,9 @@ def test_student_version_runs_and_reports_not_attempted(path):
     statuses = _statuses(nb)
     assert len(statuses) == _n_checks(nb)
     assert set(statuses) == {"not-attempted"}, statuses
+    shown = _outputs_text(nb)
+    for answer in ANSWERS[path.stem]:
+        assert answer not in shown, answer
 
 
 @pytest.mark.slow
@@ -221,6 +253,9 @@ def test_student_notebook_runs_to_the_end_with_wrong_answers(lesson, name):
     statuses = _statuses(nb)
     assert len(statuses) == _n_checks(nb)
     assert set(statuses) <= {"failed", "error"}, statuses
+    shown = _outputs_text(nb)
+    for answer in ANSWERS[lesson]:
+        assert answer not in shown, answer
 
 
 def test_wrong_answer_tables_cover_every_stub():

@@ -44,8 +44,8 @@ def _judge_bytes(o: Outcome) -> Outcome:
 BYTES: dict[str, Entry] = {
     "elements": Entry(
         "counted numbers, not bytes",
-        "Each number takes as many bytes as its dtype needs "
-        "(`torch.empty((), dtype=dtype).element_size()`).",
+        "Each number takes as many bytes as its dtype needs: 2 for float16, 4 for float32, 8 for "
+        "float64. Take that size from the dtype.",
         lambda b, t, h, d: b * t * h,
     ),
     "output_only": Entry(
