@@ -8,11 +8,12 @@ result keeps its gradient), then writes one ``CheckResult``:
 
 - a mistake is recognised by computing what each registered mistake gives on the same inputs and
   comparing with what the student's function gave, on every case (the passed ones too), never by
-  reading the student's code; a judge may also name a mistake from what it observed (``keys``);
+  reading the student's code (only the no-loop rule looks at the source, see ``rules``); a judge
+  may also name a mistake from what it observed (``keys``);
 - when nothing is recognised the message says what was observed (which cases failed, on which
   sizes, which shapes came back) and never guesses a cause it has not checked: a size "written into
-  the code" only when two different inputs gave the same output, or the same size came back for
-  different inputs.
+  the code" only when two different inputs gave the same output, or the same size, one none of
+  the inputs has, came back for inputs of different sizes.
 """
 
 from __future__ import annotations

@@ -146,7 +146,7 @@ def explain(
             f"In {what} a size {letters_for(sizes, a)} met a size {letters_for(sizes, b)}: "
             f"neither is 1, so they cannot broadcast. Print the shapes of its two operands, "
             f"right-align them, and give the shorter one a size-1 axis where the other has an "
-            f"axis it should not meet (or keep the axis a reduction removed, with `keepdim=True`)."
+            f"axis it should not meet."
         )
     elif m2:
         lines.append(
