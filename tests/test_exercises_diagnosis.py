@@ -32,6 +32,18 @@ def uses_an_undefined_name(x, w):
 
 NAMED = [
     (
+        "einsum_other_letters",
+        ex.check_weighted_sum,
+        lambda x, w: torch.einsum("nji,ni->nj", x, w),
+        "einsum_letters_swapped",
+    ),
+    (
+        "einsum_operand_order",
+        ex.check_weighted_sum,
+        lambda x, w: torch.einsum("nij,ni->nj", w, x),
+        "einsum_operands_swapped",
+    ),
+    (
         "einsum_bht",
         ex.check_weighted_sum,
         lambda x, w: torch.einsum("bht,bt->bh", x, w),

@@ -194,6 +194,15 @@ WEIGHTED: dict[str, Entry] = {
         "hidden), att_scores is (sentence, word). With T == H a swap runs silently.",
         _swapped_specs(),
     ),
+    "einsum_operands_swapped": Entry(
+        "passed the operands to einsum in another order than its spec",
+        "The spec's comma-separated parts describe the operands in the order you pass them: "
+        "three letters for net_output (B, T, H), two for att_scores (B, T).",
+        (
+            lambda x, w: torch.einsum("bth,bt->bh", w, x),
+            lambda x, w: torch.einsum("bt,bth->bh", x, w),
+        ),
+    ),
     "first_sentence_weights": Entry(
         "used the first sentence's weights for every sentence",
         "Each sentence has its own row of att_scores.",
