@@ -119,6 +119,35 @@ def _n_checks(nb: nbformat.NotebookNode) -> int:
     return sum(len(CHECK_CALL.findall(c.source)) for c in nb.cells if c.cell_type == "code")
 
 
+# what each lesson's exercises ask the student to work out: no output of a student notebook whose
+# exercises have not passed may show it
+ANSWERS = {
+    "01_broadcasting": ["expand(-1, -1, h)", "].expand(B, T, H)"],
+    "02_aggregation": [
+        "bth,bt->bh",
+        "bth,bh->bt",
+        "upstream[:, None, :]).sum",
+        "grad_weighted[:, None",
+        "bmm(att_scores[:, None",
+        "(att_scores * mask)",
+    ],
+    "03_cpu_vs_gpu": ["* element_size()", "element_size() *", "* itemsize"],
+}
+
+
+def _outputs_text(nb: nbformat.NotebookNode) -> str:
+    """What the outputs show as text (streams, plain text, figure specs), less the student's own
+    lines that a check quotes back."""
+    parts = []
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            data = out.get("data", {})
+            parts.append("".join(out.get("text", "")))
+            parts.append("".join(data.get("text/plain", "")))
+            parts.append(json.dumps(data.get("application/vnd.plotly.v1+json", "")))
+    return re.sub(r"this line of your code: `[^`\n]*`", "", "\n".join(parts))
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_student_version_runs_and_reports_not_attempted(path):
@@ -126,6 +155,9 @@ def test_student_version_runs_and_reports_not_attempted(path):
     statuses = _statuses(nb)
     assert len(statuses) == _n_checks(nb)
     assert set(statuses) == {"not-attempted"}, statuses
+    shown = _outputs_text(nb)
+    for answer in ANSWERS[path.stem]:
+        assert answer not in shown, answer
 
 
 @pytest.mark.slow
@@ -135,3 +167,104 @@ def test_solution_version_passes_every_check(path):
     statuses = _statuses(nb)
     assert len(statuses) == _n_checks(nb)
     assert set(statuses) == {"passed"}, json.dumps(statuses)
+
+
+# --------------------------------------------------------------------------------------------
+# Wrong answers pasted into the student notebooks: Run All still completes, and every check says
+# "failed" or "error" (issue 12: lesson 02 runs top to bottom with any wrong answer in any exercise)
+
+STUB = re.compile(r'^(\s*)raise NotImplementedError\("Your turn: replace this line\."\)$', re.M)
+DEF = re.compile(r"^def (\w+)\(", re.M)
+
+WRONG_ANSWERS = {
+    "02_aggregation": {
+        "shape errors": {
+            "weighted_sum": "return (net_output * att_scores).sum(dim=1)",
+            "weighted_sum_einsum": 'return torch.einsum("bht,bt->bh", net_output, att_scores)',
+            "weighted_sum_matmul": "return torch.bmm(att_scores, net_output)",
+            "softmax_weighted_sum": "e = (scores - scores.max(dim=1).values).exp()\n"
+            "return (net_output * (e / e.sum(1, keepdim=True))[..., None]).sum(1)",
+            "masked_weighted_sum": "return (net_output * (att_scores * mask)).sum(dim=1)",
+            "weights_grad": "return (net_output * grad_weighted[..., None]).sum(dim=2)",
+        },
+        "wrong shapes and numbers": {
+            "weighted_sum": "return (net_output * att_scores[..., None]).mean(dim=1)",
+            "weighted_sum_einsum": 'return torch.einsum("bth,bt->hb", net_output, att_scores)',
+            "weighted_sum_matmul": "return torch.bmm(att_scores[:, None, :], net_output).squeeze()",
+            "softmax_weighted_sum": "return (net_output * scores[..., None].softmax(-1)).sum(1)",
+            "masked_weighted_sum": "return (net_output[mask] * att_scores[mask][:, None]).sum(0)",
+            "weights_grad": "return (net_output * grad_weighted[:, None, :]).sum(dim=1)",
+        },
+        "not even a tensor": {
+            "weighted_sum": "return undefined_name",
+            "weighted_sum_einsum": "return None",
+            "weighted_sum_matmul": "return (att_scores[:, None, :] @ net_output)[:, 0].detach()",
+            "softmax_weighted_sum": "return [1, 2]",
+            "masked_weighted_sum": "return torch.stack([(a[m] * w[m][:, None]).sum(0) "
+            "for a, w, m in zip(net_output, att_scores, mask)])",
+            "weights_grad": 'raise ValueError("oops")',
+        },
+    },
+    "01_broadcasting": {
+        "wrong": {
+            "broadcast_shape": "return shape_a",
+            "add_axis": "return att_scores[None]",
+            "expand_weights": "return att_scores[..., None].repeat(1, 1, h)",
+        },
+    },
+    "03_cpu_vs_gpu": {
+        "wrong": {
+            "time_it": "return [clock()] * repeats",
+            "intermediate_bytes": "return b * t * h",
+        },
+        "raises": {"time_it": "return 1 / 0", "intermediate_bytes": 'raise KeyError("dtype")'},
+    },
+}
+
+
+def _paste(nb: nbformat.NotebookNode, answers: dict[str, str]) -> int:
+    """Replace each stub's raise line with the wrong answer for its function; how many pasted."""
+    pasted = 0
+    for cell in nb.cells:
+        names = DEF.findall(cell.source) if cell.cell_type == "code" else []
+        stub = STUB.search(cell.source)
+        if not names or stub is None or names[0] not in answers:
+            continue
+        indent = stub.group(1)
+        body = "\n".join(indent + line for line in answers[names[0]].split("\n"))
+        cell.source = cell.source[: stub.start()] + body + cell.source[stub.end() :]
+        pasted += 1
+    return pasted
+
+
+WRONG_RUNS = [(lesson, name) for lesson, sets in WRONG_ANSWERS.items() for name in sets]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("lesson", "name"), WRONG_RUNS, ids=[f"{a}-{b}" for a, b in WRONG_RUNS])
+def test_student_notebook_runs_to_the_end_with_wrong_answers(lesson, name):
+    answers = WRONG_ANSWERS[lesson][name]
+    nb = nbformat.read(LESSONS / f"{lesson}.ipynb", as_version=4)
+    assert _paste(nb, answers) == len(answers)
+    client = NotebookClient(
+        nb, timeout=180, kernel_name="python3", resources={"metadata": {"path": str(LESSONS)}}
+    )
+    client.execute()  # raises CellExecutionError if any cell fails
+    statuses = _statuses(nb)
+    assert len(statuses) == _n_checks(nb)
+    assert set(statuses) <= {"failed", "error"}, statuses
+    shown = _outputs_text(nb)
+    for answer in ANSWERS[lesson]:
+        assert answer not in shown, answer
+
+
+def test_wrong_answer_tables_cover_every_stub():
+    for lesson, sets in WRONG_ANSWERS.items():
+        nb = nbformat.read(LESSONS / f"{lesson}.ipynb", as_version=4)
+        stubbed = {
+            DEF.findall(c.source)[0]
+            for c in nb.cells
+            if c.cell_type == "code" and STUB.search(c.source)
+        }
+        for name, answers in sets.items():
+            assert set(answers) == stubbed, (lesson, name)

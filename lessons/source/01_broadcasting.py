@@ -75,6 +75,7 @@ figures.alignment_figure(alignment, axis_names=("sentence", "word", "hidden"))
 try:
     net_output * att_scores
 except RuntimeError as err:
+    print(f"net_output {tuple(net_output.shape)} * att_scores {tuple(att_scores.shape)}:")
     print("RuntimeError:", err)
 
 # %% [markdown]
@@ -118,6 +119,7 @@ check_broadcast_shape(broadcast_shape)
 # same by axis number. Neither copies anything: the result is a **view** on the same memory.
 
 # %%
+print(f"On the classic att_scores {tuple(att_scores.shape)}:")
 for code, value in [
     ("att_scores[None]", att_scores[None]),
     ("att_scores[:, None]", att_scores[:, None]),
@@ -169,15 +171,6 @@ print(vc.explanation)
 figures.view_copy_figure(vc)
 
 # %% [markdown]
-# The stretched tensor, drawn cell by cell: cells marked ↔ are the same memory as the first cell
-# of their row.
-
-# %%
-expanded = att_scores[..., None].expand(-1, -1, net_output.shape[2])  # (B, T, H), stride 0 on H
-print("strides", expanded.stride())
-figures.tensor_figure(expanded, title="att_scores[..., None].expand(B, T, H)", stretched=(2,))
-
-# %% [markdown]
 # ### Exercise 3: stretch without copying
 #
 # Write `expand_weights(att_scores, h)`: (B, T) → (B, T, H), each word's weight repeated along a new
@@ -195,6 +188,26 @@ def expand_weights(att_scores: torch.Tensor, h: int) -> torch.Tensor:
 
 # %%
 check_expand_weights(expand_weights)
+
+# %% [markdown]
+# Once Exercise 3 passes, here is your stretched tensor on the classic att_scores, drawn cell by
+# cell: cells marked ↔ are the same memory as the first cell of their row.
+
+# %%
+h = net_output.shape[2]
+try:
+    expanded = expand_weights(att_scores, h) if check_expand_weights(expand_weights) else None
+except Exception as exc:  # whatever your code raises, this cell says so and carries on
+    expanded = None
+    print(f"expand_weights(att_scores, {h}) raised {type(exc).__name__}: {exc}")
+if expanded is None:
+    print("Your stretched tensor is drawn here once Exercise 3 passes.")
+else:
+    print(f"expand_weights(att_scores, {h}) on the classic att_scores: strides {expanded.stride()}")
+    figure = figures.tensor_figure(
+        expanded, title=f"expand_weights(att_scores, {h})", stretched=(2,)
+    )
+    figure.show()
 
 # %% [markdown]
 # ## 5. A warning: the T == H trap

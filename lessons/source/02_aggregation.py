@@ -45,12 +45,13 @@ figures.provenance_figure(cell)
 # Lesson 1 gave you every tool: a new axis, broadcasting, and a sum over one axis. Write
 # `weighted_sum(net_output, att_scores)`: (B, T, H), (B, T) → (B, H), with
 # `weighted[b, h] = Σ_t att_scores[b, t] · net_output[b, t, h]`. Use broadcasting and a sum (no
-# Python loop), keep the inputs' dtype and device, and don't modify the inputs. The weights may be
-# any numbers (they need not sum to 1).
+# Python loop: the check detects one), keep the inputs' dtype and device, keep the gradient (no
+# `.detach()`: training must flow back through the result), and don't modify the inputs. The
+# weights may be any numbers (they need not sum to 1).
 #
 # The check runs your function on the classic example and on fresh random inputs: B, T, H all
-# different, T == H, B = 1, T = 1, float64. Try a wrong version on purpose first, and read what
-# the check says.
+# different, T == H, B = 1, T = 1, float64, and inputs that require grad. Try a wrong version on
+# purpose first, and read what the check says.
 
 
 # %%
@@ -75,6 +76,7 @@ check_weighted_sum(weighted_sum)
 
 # %%
 steps = trace.broadcast_steps(net_output, att_scores)
+print(f"On the classic example, (B, T, H) = {tuple(net_output.shape)}:")
 for step in steps:
     print(f"{step.title:<36} {step.code:<48} shape {step.shape}")
 
@@ -89,12 +91,15 @@ for step, fig in zip(steps, story, strict=True):
 #
 # Each form below is a real mistake. Some fail loudly with torch's error; the dangerous ones run
 # and give the wrong numbers. When the example has T != H, each wrong form that would be silent
-# with T == H is also run on a T == H variant of the same numbers.
+# with T == H is run a second time on a **T == H variant**: the same att_scores with net_output
+# cut to its first T hidden features, so that H = T. Each line says which inputs it ran on.
 
 # %%
 gallery = trace.mistakes(net_output, att_scores)
 for m in gallery:
-    print(f"{m.outcome:<15} {m.code}")
+    b, t, h = m.input_shape
+    ran_on = f"on the T == H variant (B, T, H) = {(b, t, h)}" if m.variant else f"on {(b, t, h)}"
+    print(f"{m.outcome:<15} {m.code:<46} {ran_on}")
 figures.mistakes_figure(gallery)
 
 # %% [markdown]
@@ -142,11 +147,10 @@ check_weighted_sum(weighted_sum_matmul)
 # last lesson measures which is fastest, and why.
 
 # %%
+reference = attnviz.reference(net_output, att_scores)  # float64, on the classic example
 for name, method in attnviz.METHODS.items():
-    same = torch.allclose(
-        method(net_output, att_scores), attnviz.reference(net_output, att_scores).float()
-    )
-    print(f"{name:<10} agrees with the float64 reference: {same}")
+    same = attnviz.tolerance.close(method(net_output, att_scores), reference)
+    print(f"{name:<10} on the classic example (2, 3, 5) agrees with the float64 reference: {same}")
 
 # %% [markdown]
 # ## 6. From raw scores to weights: softmax
@@ -173,7 +177,7 @@ print("each row sums to", scores.softmax(dim=1).sum(dim=1))
 # ### Exercise 4: softmax, then the weighted sum
 #
 # Write `softmax_weighted_sum(net_output, scores)`: softmax the raw scores (B, T) over the words,
-# then take the weighted sum. The check includes a case with large scores (tens to a hundred): a
+# then take the weighted sum (no Python loop; the result keeps its gradient). The check includes a case with large scores (tens to a hundred): a
 # softmax written as `exp(s) / exp(s).sum(...)` overflows there, so subtract each sentence's
 # maximum first, or use `torch.softmax`.
 
@@ -206,7 +210,8 @@ figures.tensor_figure(example.mask.float(), title="mask (B, T): 1 = a real word,
 # ### Exercise 5: a masked weighted sum
 #
 # Write `masked_weighted_sum(net_output, att_scores, mask)`: like Exercise 1, but words where `mask`
-# is False contribute nothing. Use the weights as they are (don't renormalise them). A sentence
+# is False contribute nothing. Use the weights as they are (don't renormalise them); as in
+# Exercise 1, no Python loop, and the result keeps its gradient. A sentence
 # that is all padding gives zeros. The check puts nonzero numbers and weights on the padding, so
 # ignoring the mask shows.
 
@@ -238,8 +243,8 @@ check_masked_weighted_sum(masked_weighted_sum)
 # Let `weighted = (net_output * att_scores[..., None]).sum(dim=1)` and let `grad_weighted` (B, H) be
 # the gradient of the loss with respect to `weighted`. Write `weights_grad(net_output,
 # grad_weighted)` → the gradient with respect to `att_scores`, shape (B, T): what autograd would
-# put in `att_scores.grad`. Work it out with broadcasting; you can compare with autograd in the
-# cell after the check.
+# put in `att_scores.grad`. Work it out with broadcasting (no Python loop); you can compare with
+# autograd in the cell after the check.
 
 
 # %%
@@ -254,25 +259,43 @@ def weights_grad(net_output: torch.Tensor, grad_weighted: torch.Tensor) -> torch
 check_weights_grad(weights_grad)
 
 # %%
-# Compare with autograd on the classic example (once your function is written).
+# Compare with autograd on the classic example (2, 3, 5), once your function is written.
 w = att_scores.clone().requires_grad_(True)
 upstream = torch.randn(2, 5)  # (B, H)
 (net_output * w[..., None]).sum(dim=1).backward(upstream)
 try:
     mine = weights_grad(net_output, upstream)
-    print("autograd and yours agree:", torch.allclose(w.grad, mine, atol=1e-6))
 except NotImplementedError:
     print("Write weights_grad above first.")
+except Exception as exc:  # whatever your code raises, this cell explains it and carries on
+    print(f"On the classic example your weights_grad raised {type(exc).__name__}: {exc}")
+    print("The check above explains what went wrong; fix it there first.")
+else:
+    if not isinstance(mine, torch.Tensor) or tuple(mine.shape) != tuple(w.grad.shape):
+        got = tuple(mine.shape) if isinstance(mine, torch.Tensor) else type(mine).__name__
+        print(f"On the classic example yours gave {got}; autograd's att_scores.grad is (2, 3).")
+    else:
+        agree = attnviz.tolerance.close(mine, w.grad)
+        print("On the classic example (2, 3, 5), autograd and yours agree:", agree)
 
 # %% [markdown]
 # Now see it: `attnviz.trace.gradients` runs autograd on the classic example and checks it against
-# the formula (with an upstream gradient of ones, i.e. loss = weighted.sum()).
+# the formula (with an upstream gradient of ones, i.e. loss = weighted.sum()). The formula is
+# Exercise 6's answer, so this cell shows it only once your `weights_grad` passes the check;
+# until then it shows the gradient of net_output.
 
 # %%
-grads = trace.gradients(net_output, att_scores)
-print(grads.explanation)
-print("d loss / d att_scores =", grads.att_scores_code, "| matches autograd:", grads.att_scores_ok)
-figures.gradient_figure(grads, part="att_scores")
+grads = trace.gradients(net_output, att_scores)  # on the classic example (2, 3, 5)
+exercise_6_passed = check_weights_grad(weights_grad).passed
+if exercise_6_passed:
+    print(grads.explanation)
+    print("d loss / d att_scores =", grads.att_scores_code, "| autograd:", grads.att_scores_ok)
+    figure = figures.gradient_figure(grads, part="att_scores")
+else:
+    print("The att_scores formula appears here once Exercise 6 passes. Meanwhile, net_output:")
+    print("d loss / d net_output =", grads.net_output_code, "| autograd:", grads.net_output_ok)
+    figure = figures.gradient_figure(grads, part="net_output")
+figure.show()
 
 # %% [markdown]
 # ## Summary

@@ -170,12 +170,14 @@ check_timer(time_it)
 try:
     mine = time_it(lambda: attnviz.weighted_sum(x, w), 15, time.perf_counter, sync)
     mine.sort()
-    print(f"median {mine[len(mine) // 2] * 1e6:.0f} µs, ", end="")
+    print(f"weighted_sum on {shape}: median {mine[len(mine) // 2] * 1e6:.0f} µs, ", end="")
     print(
         f"middle half {mine[len(mine) // 4] * 1e6:.0f} to {mine[3 * len(mine) // 4] * 1e6:.0f} µs"
     )
 except NotImplementedError:
     print("Write time_it above first.")
+except Exception as exc:  # whatever your timer raises, this cell explains it and carries on
+    print(f"Your time_it raised {type(exc).__name__}: {exc}. The check above says more.")
 
 # %% [markdown]
 # ## 3. Timing done right, and a small sweep
@@ -261,6 +263,8 @@ try:
     )
 except NotImplementedError:
     print("Write intermediate_bytes above to compare with your prediction.")
+except Exception as exc:  # whatever your function raises, this cell explains it and carries on
+    print(f"Your intermediate_bytes raised {type(exc).__name__}: {exc}. The check above says more.")
 
 # %% [markdown]
 # ## 5. The fused kernel

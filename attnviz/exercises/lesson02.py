@@ -1,0 +1,481 @@
+"""Lesson 02's checkers: the weighted sum (however written), with a softmax, with a mask, and the
+gradient of the weights. Each exercise is a registry of known mistakes, computed on the same
+inputs as the student's function; the engine does the rest."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+
+import torch
+from torch import Tensor
+
+from attnviz import examples
+from attnviz.exercises.cases import distinct_sizes, expected_of, rng_and_generator
+from attnviz.exercises.engine import COMMON, Case, Entry, Exercise, judge_tensor, lift, run
+from attnviz.exercises.result import CheckResult
+
+# --------------------------------------------------------------------------------------------
+# Cases
+
+
+def _xw(gen: torch.Generator, b: int, t: int, h: int, *, dtype=torch.float32, raw: bool = False):
+    x = torch.randn(b, t, h, generator=gen, dtype=torch.float64)  # (B,T,H)
+    s = torch.randn(b, t, generator=gen, dtype=torch.float64)  # (B,T)
+    e = (s - s.amax(dim=1, keepdim=True)).exp()  # (B,T), a softmax over words, by hand
+    w = s * 2 if raw else e / e.sum(dim=1, keepdim=True)  # (B,T)
+    return x.to(dtype), w.to(dtype)
+
+
+def _weighted_inputs(seed: int | None, *, grad: bool = True):
+    """(label, x, w) for the standard set of shapes, fresh values each call; the last case's
+    inputs require grad (the result must keep its gradient)."""
+    rng, gen = rng_and_generator(seed)
+    out = [("the classic example", *examples.classic())]
+    out.append(("the classic shape with fresh random values", *_xw(gen, 2, 3, 5)))
+    b, t, h = distinct_sizes(rng, 3, 3, 7)
+    while b == 2:
+        b, t, h = distinct_sizes(rng, 3, 3, 7)
+    out.append(("B, T, H all different", *_xw(gen, b, t, h)))
+    # B = 2 also meets T != 3 and T = 3 also meets B != 2, so a hard-coded size is pinned down
+    t = rng.choice([4, 6])
+    out.append(("the T == H trap", *_xw(gen, 2, t, t)))
+    out.append(("B = 1", *_xw(gen, 1, 3, rng.choice([2, 4, 5, 6]))))
+    t = rng.choice([3, 4, 5])
+    out.append(("B = 1 with T == H", *_xw(gen, 1, t, t)))
+    b, h = distinct_sizes(rng, 2, 3, 6)
+    out.append(("T = 1", *_xw(gen, b, 1, h)))
+    b, t, h = distinct_sizes(rng, 3, 2, 7, avoid=(2,))
+    out.append(
+        (
+            "float64 inputs with weights that do not sum to 1",
+            *_xw(gen, b, t, h, dtype=torch.float64, raw=True),
+        )
+    )
+    if torch.cuda.is_available():  # where there is a GPU, the device is checked too
+        b, t, h = distinct_sizes(rng, 3, 2, 7)
+        out.append(("inputs on the GPU", *(a.cuda() for a in _xw(gen, b, t, h))))
+    if grad:  # sizes other than 2 (with the float64 case, this pins a hard-coded size down)
+        b, t, h = distinct_sizes(rng, 3, 3, 8)
+        x, w = _xw(gen, b, t, h)
+        out.append(("inputs that require grad", x.requires_grad_(), w.requires_grad_()))
+    return out, rng, gen
+
+
+def _sizes_of(x: Tensor) -> dict[str, int]:
+    b, t, h = x.shape
+    return {"B": b, "T": t, "H": h}
+
+
+def _case(label: str, args: tuple, names: tuple, oracle: Callable[..., Tensor]) -> Case:
+    x = args[0]
+    return Case(label, args, names, expected_of(oracle, *args, dtype=x.dtype), _sizes_of(x))
+
+
+def _ws(x: Tensor, w: Tensor) -> Tensor:
+    return (x * w[..., None]).sum(dim=1)  # (B,T,H) * (B,T,1) -> (B,H)
+
+
+# --------------------------------------------------------------------------------------------
+# Exercise 1-3: the weighted sum
+
+
+def _swapped_specs() -> tuple[Callable[[Tensor, Tensor], Tensor], ...]:
+    """The einsum spec with two of its letters swapped (every such spec but the right one and the
+    transposed output, which has its own entry)."""
+    spec = "bth,bt->bh"
+    where = [i for i, c in enumerate(spec) if c.isalpha()]
+    out, seen = [], {spec, "bth,bt->hb"}
+    for i, j in itertools.combinations(where, 2):
+        s = list(spec)
+        s[i], s[j] = s[j], s[i]
+        swapped = "".join(s)
+        if swapped not in seen:
+            seen.add(swapped)
+            out.append(lambda x, w, s=swapped: torch.einsum(s, x, w))
+    return tuple(out)
+
+
+_NEW_AXIS = (
+    "Shapes align from the right, so att_scores (B, T) met net_output's LAST two axes: words "
+    "met hidden features (silently when T == H). It needs a trailing axis: (B, T) → (B, T, 1)."
+)
+
+WEIGHTED: dict[str, Entry] = {
+    "forgot_new_axis": Entry("forgot `[..., None]`", _NEW_AXIS, lambda x, w: (x * w).sum(dim=1)),
+    "axis_in_middle": Entry(
+        "put the new axis in the middle (`[:, None]`) instead of at the end",
+        "att_scores became (B, 1, T), so its words met net_output's hidden axis (silently when "
+        "T == H). The size-1 axis has to be the last one: (B, T, 1).",
+        lambda x, w: (x * w[:, None]).sum(dim=1),
+    ),
+    "wrong_axis": Entry(
+        "summed the wrong axis",
+        "Your sum collapsed the hidden axis H and kept the words. Add up the words of each "
+        "sentence (axis T) instead. Which axis number is T in (B, T, H)?",
+        lambda x, w: (x * w[..., None]).sum(dim=2),
+    ),
+    "summed_sentences": Entry(
+        "summed over the sentences (axis B) instead of the words",
+        "Each sentence must keep its own result. Which axis number holds the words?",
+        lambda x, w: (x * w[..., None]).sum(dim=0),
+    ),
+    "summed_everything_but_hidden": Entry(
+        "summed over the sentences as well as the words",
+        "Each sentence must keep its own vector: one row per sentence.",
+        lambda x, w: (x * w[..., None]).sum(dim=(0, 1)),
+    ),
+    "squeezed_batch": Entry(
+        "called `squeeze()` with no axis, which also removed the sentence axis when B = 1",
+        "`squeeze()` drops EVERY axis of size 1, so with one sentence (B = 1) the result lost its "
+        "B axis too: (1, H) became (H,). Name the one axis you mean to remove, or index it.",
+        lambda x, w: torch.bmm(w[:, None, :], x).squeeze(),
+    ),
+    "summed_hidden_too": Entry(
+        "summed over the hidden axis as well as the words",
+        "Each sentence keeps a vector of H numbers: add up the words only.",
+        lambda x, w: (x * w[..., None]).sum(dim=(1, 2)),
+    ),
+    "summed_everything": Entry(
+        "summed every number into one",
+        "A sum with no axis adds everything up. Name the axis to collapse.",
+        lambda x, w: (x * w[..., None]).sum(),
+    ),
+    "kept_dim": Entry(
+        "kept the word axis (a size-1 axis is left over)",
+        "Your result has shape (B, 1, H): remove that size-1 axis so the result is (B, H).",
+        lambda x, w: (x * w[..., None]).sum(dim=1, keepdim=True),
+    ),
+    "no_sum": Entry(
+        "multiplied but did not sum",
+        "The product (B, T, H) scales each word by its weight; the words of each sentence still "
+        "have to be added up.",
+        lambda x, w: x * w[..., None],
+    ),
+    "mean_not_sum": Entry(
+        "took the mean instead of the sum",
+        "The mean divides by the number of words T. The weights already say how much each word "
+        "counts: add the weighted words up.",
+        lambda x, w: (x * w[..., None]).mean(dim=1),
+    ),
+    "max_not_sum": Entry(
+        "took the maximum over the words instead of the sum",
+        "The maximum keeps one word per hidden feature; the weighted sum adds every word up.",
+        lambda x, w: (x * w[..., None]).amax(dim=1),
+    ),
+    "unweighted_sum": Entry(
+        "added up the words without the weights",
+        "att_scores never entered your result: multiply each word by its weight before adding.",
+        lambda x, w: x.sum(dim=1),
+    ),
+    "unweighted_mean": Entry(
+        "averaged the words without the weights",
+        "That is mean pooling; it ignores att_scores.",
+        lambda x, w: x.mean(dim=1),
+    ),
+    "softmaxed_weights": Entry(
+        "applied a softmax to att_scores",
+        "Here att_scores are already the weights: use them as they are.",
+        lambda x, w: (x * w.softmax(dim=1)[..., None]).sum(dim=1),
+    ),
+    "normalised_weights": Entry(
+        "divided by the sum of the weights",
+        "Use the weights exactly as given, even when they do not add up to 1.",
+        lambda x, w: (x * w[..., None]).sum(dim=1) / w.sum(dim=1, keepdim=True),
+    ),
+    "transposed_result": Entry(
+        "returned the result transposed, (H, B)",
+        "The result should have one row per sentence: (B, H).",
+        lambda x, w: (x * w[..., None]).sum(dim=1).T,
+    ),
+    "einsum_letters_swapped": Entry(
+        "swapped two letters in the einsum spec",
+        "Each letter names one axis, in the operand's own order: net_output is (sentence, word, "
+        "hidden), att_scores is (sentence, word). With T == H a swap runs silently.",
+        _swapped_specs(),
+    ),
+    "einsum_operands_swapped": Entry(
+        "passed the operands to einsum in another order than its spec",
+        "The spec's comma-separated parts describe the operands in the order you pass them: "
+        "three letters for net_output (B, T, H), two for att_scores (B, T).",
+        (
+            lambda x, w: torch.einsum("bth,bt->bh", w, x),
+            lambda x, w: torch.einsum("bt,bth->bh", x, w),
+        ),
+    ),
+    "first_sentence_weights": Entry(
+        "used the first sentence's weights for every sentence",
+        "Each sentence has its own row of att_scores.",
+        lambda x, w: (x * w[:1, :, None]).sum(dim=1),
+    ),
+}
+
+_WEIGHTED = Exercise(
+    "weighted_sum",
+    "net_output, att_scores",
+    COMMON | WEIGHTED,
+    judge_tensor,
+    no_loop=True,
+)
+
+
+def check_weighted_sum(
+    fn: Callable[[Tensor, Tensor], Tensor], *, seed: int | None = None
+) -> CheckResult:
+    """Check fn(net_output (B, T, H), att_scores (B, T)) -> weighted (B, H).
+
+    weighted[b, h] = sum over t of att_scores[b, t] * net_output[b, t, h]; no Python loop; the
+    result keeps the inputs' dtype, device and gradient. Fresh random inputs on every call (pass
+    seed= to repeat one).
+    """
+    raw, _, _ = _weighted_inputs(seed)
+    cases = [_case(label, (x, w), ("net_output", "att_scores"), _ws) for label, x, w in raw]
+    return run(_WEIGHTED, fn, cases)
+
+
+# --------------------------------------------------------------------------------------------
+# Exercise 5: the masked weighted sum
+
+
+def _masked_ws(x: Tensor, w: Tensor, mask: Tensor) -> Tensor:
+    return (x * (w * mask)[..., None]).sum(dim=1)  # (B,T,H) * (B,T,1) -> (B,H)
+
+
+MASKED: dict[str, Entry] = {
+    "ignored_mask": Entry(
+        "ignored the mask",
+        "The padded words (mask False) still counted: their weight must be zero.",
+        lambda x, w, m: _ws(x, w),
+    ),
+    "inverted_mask": Entry(
+        "kept the padding and dropped the real words (the mask is inverted)",
+        "In this mask True marks a real word and False marks padding.",
+        lambda x, w, m: _masked_ws(x, w, ~m),
+    ),
+    "mask_on_hidden": Entry(
+        "lined the mask up with the hidden axis",
+        "mask (B, T) meets the last two axes of (B, T, H) when shapes align from the right. Like "
+        "att_scores, it needs a trailing axis of size 1 before it meets net_output.",
+        lambda x, w, m: (x * w[..., None] * m[:, None, :]).sum(dim=1),
+    ),
+    "boolean_index_flattens": Entry(
+        "indexed with the mask (`net_output[mask]`), which flattens the batch",
+        "`net_output[mask]` is (real words in the whole batch, H): it forgets which sentence each "
+        "word came from, so the sum mixes sentences (right only when B = 1). Give the padding "
+        "weight zero instead.",
+        lambda x, w, m: (x[m] * w[m][:, None]).sum(dim=0),
+        flat=True,
+    ),
+    "minus_inf": Entry(
+        "put -inf on the padded words",
+        "-inf is the trick for raw scores that go through a softmax afterwards (exp(-inf) = 0). "
+        "Here the weights multiply the words directly, so padding needs weight 0.",
+        lambda x, w, m: _ws(x, w.masked_fill(~m, float("-inf"))),
+    ),
+    "renormalised": Entry(
+        "renormalised the weights over the real words",
+        "Keep the weights as given and just leave the padding out; don't divide by their sum.",
+        lambda x, w, m: _masked_ws(x, w, m) / (w * m).sum(dim=1, keepdim=True),
+    ),
+    "masked_after_sum": Entry(
+        "applied the mask after summing",
+        "Once the words are added up the padding cannot be taken back out: zero the padded "
+        "words' weights before the sum.",
+        lambda x, w, m: _ws(x, w) * m.any(dim=1, keepdim=True),
+    ),
+} | lift(WEIGHTED, lambda f: lambda x, w, mask: f(x, w * mask))
+
+_MASKED = Exercise(
+    "masked_weighted_sum",
+    "net_output, att_scores, mask",
+    COMMON | MASKED,
+    judge_tensor,
+    no_loop=True,
+)
+
+
+def check_masked_weighted_sum(
+    fn: Callable[[Tensor, Tensor, Tensor], Tensor], *, seed: int | None = None
+) -> CheckResult:
+    """Check fn(net_output (B, T, H), att_scores (B, T), mask (B, T) bool) -> (B, H).
+
+    Only the real words (mask True) count: weighted[b, h] = sum over t with mask[b, t] of
+    att_scores[b, t] * net_output[b, t, h]. The padded words hold nonzero numbers and nonzero
+    weights in every case, so ignoring the mask shows; one case has a sentence that is all padding
+    (its result is zeros). No Python loop; the result keeps its gradient.
+    """
+    raw, _, gen = _weighted_inputs(seed)
+    cases = []
+    for i, (label, x, w) in enumerate(raw):
+        b, t, _ = x.shape
+        if i == 0:
+            mask = examples.padded(2, 3, 5)[2]  # (2, 3): the classic padded mask
+        else:
+            mask = (torch.rand(b, t, generator=gen) < 0.6).to(x.device)  # (B,T)
+            mask[0, 0] = True  # sentence 0 keeps a real word ...
+            if t > 1:
+                mask[0, -1] = False  # ... and some padding
+            if b > 2:
+                mask[-1] = False  # a sentence that is all padding
+        cases.append(_case(label, (x, w, mask), ("net_output", "att_scores", "mask"), _masked_ws))
+    return run(_MASKED, fn, cases)
+
+
+# --------------------------------------------------------------------------------------------
+# Exercise 4: softmax, then the weighted sum
+
+
+def _softmax_ws(x: Tensor, s: Tensor) -> Tensor:
+    return _ws(x, s.softmax(dim=1))  # softmax over words, then (B,T,H) * (B,T,1) -> (B,H)
+
+
+def _normalise(e: Tensor, keepdim: bool) -> Tensor:
+    return e / e.sum(dim=1, keepdim=keepdim)
+
+
+SOFTMAX: dict[str, Entry] = {
+    "forgot_softmax": Entry(
+        "used the raw scores as weights (no softmax)",
+        "The scores here are any real numbers; a softmax over each sentence's words turns them "
+        "into weights that are positive and sum to 1.",
+        lambda x, s: _ws(x, s),
+    ),
+    "softmax_over_sentences": Entry(
+        "took the softmax over the sentences (axis 0) instead of the words",
+        "The weights of each sentence's words should sum to 1: the softmax runs along the word "
+        "axis of the (B, T) scores.",
+        lambda x, s: _ws(x, s.softmax(dim=0)),
+    ),
+    "softmax_over_size_one_axis": Entry(
+        "took the softmax over an axis of size 1",
+        "A softmax over a single number always gives 1, so every word got weight 1. Take the "
+        "softmax over the words, before adding the new axis.",
+        lambda x, s: x.sum(dim=1),
+    ),
+    "max_without_keepdim": Entry(
+        "subtracted the maximum without `keepdim=True`",
+        "`max(dim=1)` turns (B, T) into (B,); subtracting that from (B, T) lines B up with T "
+        "from the right: it fails, or quietly subtracts the wrong numbers when B == T.",
+        (
+            lambda x, s: _ws(x, _normalise((s - s.max(dim=1).values).exp(), True)),
+            lambda x, s: _ws(x, _normalise((s - s.max(dim=1).values).exp(), False)),
+        ),
+    ),
+    "sum_without_keepdim": Entry(
+        "divided by the sum without `keepdim=True`",
+        "`e.sum(dim=1)` is (B,): dividing the (B, T) exponentials by it lines B up with T from the "
+        "right, so the division fails (or divides by the wrong sums when B == T). Keep the axis "
+        "with `keepdim=True`.",
+        (
+            lambda x, s: _ws(x, _normalise((s - s.amax(dim=1, keepdim=True)).exp(), False)),
+            lambda x, s: _ws(x, _normalise(s.exp(), False)),
+        ),
+    ),
+    "naive_exp_overflow": Entry(
+        "computed the softmax as exp(s) / sum(exp(s)) without subtracting the maximum",
+        "On large scores exp overflows to inf (float32 overflows above about 88) and inf / inf is "
+        "NaN. Subtract each sentence's largest score first, or use `torch.softmax`.",
+        lambda x, s: _ws(x, _normalise(s.exp(), True)),
+    ),
+    "softmax_after_sum": Entry(
+        "applied the softmax to the result instead of the scores",
+        "The softmax turns the scores (B, T) into weights; it goes before the weighted sum.",
+        lambda x, s: _ws(x, s).softmax(dim=1),
+    ),
+} | lift(
+    {k: e for k, e in WEIGHTED.items() if k not in ("softmaxed_weights", "normalised_weights")},
+    lambda f: lambda x, s: f(x, s.softmax(dim=1)),
+)
+
+_SOFTMAX = Exercise(
+    "softmax_weighted_sum", "net_output, scores", COMMON | SOFTMAX, judge_tensor, no_loop=True
+)
+
+
+def check_softmax_weighted_sum(
+    fn: Callable[[Tensor, Tensor], Tensor], *, seed: int | None = None
+) -> CheckResult:
+    """Check fn(net_output (B, T, H), scores (B, T)) -> (B, H): softmax over words, then weight.
+
+    scores are raw, any real numbers; one case has large scores (tens to a hundred), where a
+    softmax written as exp(s) / sum(exp(s)) overflows. No Python loop; the result keeps its
+    gradient.
+    """
+    raw, rng, gen = _weighted_inputs(seed)
+    cases = []
+    for label, x, w in raw:
+        s = (w.detach().double().clamp_min(1e-6).log() * 1.5).to(x.dtype)  # raw scores
+        s.requires_grad_(w.requires_grad)
+        cases.append(_case(label, (x, s), ("net_output", "scores"), _softmax_ws))
+    b, t, h = distinct_sizes(rng, 3, 2, 6)
+    x, _ = _xw(gen, b, t, h)
+    s = (60 + 60 * torch.rand(b, t, generator=gen)).to(torch.float32)  # (B,T), exp(s) overflows
+    cases.insert(-1, _case("large scores", (x, s), ("net_output", "scores"), _softmax_ws))
+    return run(_SOFTMAX, fn, cases)
+
+
+# --------------------------------------------------------------------------------------------
+# Exercise 6: the gradient of the weights
+
+
+def _weights_grad(x: Tensor, g: Tensor) -> Tensor:
+    return (x * g[:, None, :]).sum(dim=2)  # (B,T,H) * (B,1,H) -> sum over H -> (B,T)
+
+
+GRADIENT: dict[str, Entry] = {
+    "grad_on_words": Entry(
+        "lined grad_weighted up with the word axis",
+        "grad_weighted is (B, H). To meet net_output (B, T, H) it has to line up with B and H, so "
+        "its missing axis is the word axis, in the middle. Aligned from the right without it, H "
+        "meets H only by luck when T == H.",
+        lambda x, g: (x * g[..., None]).sum(dim=2),
+    ),
+    "grad_wrong_axis": Entry(
+        "summed over the words instead of the hidden axis",
+        "Each weight att_scores[b, t] touched a whole word vector of H numbers; its gradient adds "
+        "up over those H numbers and keeps one number per word: (B, T).",
+        lambda x, g: (x * g[:, None, :]).sum(dim=1),
+    ),
+    "grad_ignored_upstream": Entry(
+        "left grad_weighted out",
+        "The chain rule multiplies by the gradient coming from above.",
+        lambda x, g: x.sum(dim=2),
+    ),
+    "grad_kept_dim": Entry(
+        "kept the hidden axis (a size-1 axis is left over)",
+        "The gradient of att_scores has att_scores' own shape, (B, T).",
+        lambda x, g: (x * g[:, None, :]).sum(dim=2, keepdim=True),
+    ),
+    "grad_no_sum": Entry(
+        "multiplied but did not sum",
+        "Broadcasting copied each weight along H in the forward pass, so the backward pass adds "
+        "up the gradients of those copies.",
+        lambda x, g: x * g[:, None, :],
+    ),
+    "grad_of_net_output": Entry(
+        "returned the gradient of net_output instead of att_scores",
+        "That one is (B, T, H); this exercise asks for the gradient of att_scores, (B, T).",
+        lambda x, g: g[:, None, :].expand_as(x),
+    ),
+}
+
+_GRADIENT = Exercise(
+    "weights_grad", "net_output, grad_weighted", COMMON | GRADIENT, judge_tensor, no_loop=True
+)
+
+
+def check_weights_grad(
+    fn: Callable[[Tensor, Tensor], Tensor], *, seed: int | None = None
+) -> CheckResult:
+    """Check fn(net_output (B, T, H), grad_weighted (B, H)) -> grad of att_scores (B, T).
+
+    With weighted = (net_output * att_scores[..., None]).sum(dim=1) and grad_weighted the gradient
+    of the loss with respect to weighted, the answer is what autograd puts in att_scores.grad.
+    """
+    raw, _, gen = _weighted_inputs(seed, grad=False)
+    cases = []
+    for label, x, _ in raw:
+        b, _, h = x.shape
+        g = torch.randn(b, h, generator=gen, dtype=torch.float64).to(x.device, x.dtype)  # (B,H)
+        cases.append(_case(label, (x, g), ("net_output", "grad_weighted"), _weights_grad))
+    return run(_GRADIENT, fn, cases)
