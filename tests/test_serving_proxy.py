@@ -90,3 +90,11 @@ def test_every_request_with_the_cookie_reaches_the_same_replica(proxy):
 def test_new_visitors_are_spread_over_the_replicas(proxy):
     ports = {requests.get(proxy.url, timeout=10).json()["port"] for _ in range(10)}
     assert ports == set(proxy.ports)
+
+
+def test_the_metrics_endpoint_is_not_public(proxy):
+    assert requests.get(f"{proxy.url}/_stcore/metrics", timeout=10).status_code == 404
+    assert requests.get(f"{proxy.url}/_stcore/metrics/", timeout=10).status_code == 404
+    # the replicas behind it still answer their operator on their own port
+    port = proxy.ports[0]
+    assert requests.get(f"http://127.0.0.1:{port}/_stcore/metrics", timeout=10).status_code == 200
