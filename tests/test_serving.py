@@ -166,7 +166,7 @@ def test_the_first_click_after_a_failover_counts(server):
         s.click(
             "pg_next"
         )  # a browser sends no rerun of its own on reconnecting: the click is first
-        run = s.rerun()
+        run = s.rerun(timeout=15)  # the dropped rerun never answers: waiting longer shows nothing
         assert run.ok and "**Step 4 of" in run.text()
     finally:
         s.close()
