@@ -617,34 +617,52 @@ def view_copy_figure(vc: ViewCopy) -> go.Figure:
         )
         bars = {"row": 1, "col": 2}
     line = style.small + 10  # one line of a table cell
+    header = [
+        "<b>code</b>",
+        "<b>shape</b>",
+        "<b>strides</b>",
+        "<b>same memory as att_scores?</b>",
+        "<b>new bytes</b>",
+    ]
+    columns = [
+        [f"<b>{_html(r.code)}</b>" for r in rows],
+        [str(r.shape) for r in rows],
+        [str(r.strides) for r in rows],
+        ["✓ yes (a view)" if r.same_memory else "✗ no (a copy)" for r in rows],
+        [str(r.new_bytes) for r in rows],
+    ]
+    widths = [40, 14, 14, 18, 12]
+    if style.stack:  # a phone: two columns, the facts of each tensor in one cell
+        header = ["<b>code</b>", "<b>shape, strides, memory</b>"]
+        columns = [
+            ["<br>".join(_wrap(r.code, 16)) for r in rows],
+            [
+                f"{r.shape}<br>strides {r.strides}<br>"
+                + (
+                    f"a view, {r.new_bytes} new bytes"
+                    if r.same_memory
+                    else f"a copy, {r.new_bytes} new bytes"
+                )
+                for r in rows
+            ],
+        ]
+        widths = [50, 50]
     fig.add_trace(
         go.Table(
-            columnwidth=[40, 14, 14, 18, 12],
+            columnwidth=widths,
             header={
-                "values": [
-                    "<b>code</b>",
-                    "<b>shape</b>",
-                    "<b>strides</b>",
-                    "<b>same memory as att_scores?</b>",
-                    "<b>new bytes</b>",
-                ],
+                "values": header,
                 "font": {"size": max(style.font - 2, 12)},
                 "fill": {"color": "#d9d9d9"},
                 "align": "left",
-                "height": line * 2,
+                "height": line * (1 if style.stack else 2),
             },
             cells={
-                "values": [
-                    [f"<b>{_html(r.code)}</b>" for r in rows],
-                    [str(r.shape) for r in rows],
-                    [str(r.strides) for r in rows],
-                    ["✓ yes (a view)" if r.same_memory else "✗ no (a copy)" for r in rows],
-                    [str(r.new_bytes) for r in rows],
-                ],
+                "values": columns,
                 "font": {"size": style.small},
-                "fill": {"color": [["#ffffff", "#d9e7f5", "#fdd49e"]] * 5},
+                "fill": {"color": [["#ffffff", "#d9e7f5", "#fdd49e"]] * len(columns)},
                 "align": "left",
-                "height": line * 2,
+                "height": line * (3 if style.stack else 2),
             },
         ),
         row=1,
@@ -681,5 +699,5 @@ def view_copy_figure(vc: ViewCopy) -> go.Figure:
         height=440 if style is not PROJECTOR else 620,
     )
     if style.stack:
-        fig.update_layout(height=900, margin={"l": 50})
+        fig.update_layout(height=860, margin={"l": 44, "r": 8})
     return describe(fig, "View vs copy. " + vc.explanation)

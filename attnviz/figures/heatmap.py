@@ -74,19 +74,15 @@ class Style:
     row_px: int = ROW_PX
     stack: bool = False
     margin: int = 90
-
-    @property
-    def small(self) -> int:
-        """Colour-bar ticks, subtitles and table cells."""
-        return max(self.font - 4, 12)
+    small: int = FONT_SIZE - 4  # colour-bar ticks, table cells, bar labels
 
 
 #: A laptop or desktop screen (the default of every builder).
 SCREEN = Style()
 #: A projector at 1920x1080 seen from the back row: every text in the figure at least 24 px.
-PROJECTOR = Style("projector", font=26, title=30, cell=28, row_px=74, margin=120)
+PROJECTOR = Style("projector", font=26, title=30, cell=28, row_px=74, margin=120, small=24)
 #: A phone held upright (390 px wide): panels stacked, cell numbers at least 12 px.
-PHONE = Style("phone", font=14, title=16, cell=14, row_px=42, stack=True, margin=56)
+PHONE = Style("phone", font=14, title=16, cell=14, row_px=54, stack=True, margin=56, small=12)
 
 _STYLE: contextvars.ContextVar[Style] = contextvars.ContextVar("attnviz_style", default=SCREEN)
 _F = TypeVar("_F", bound=Callable[..., go.Figure])
@@ -162,13 +158,15 @@ def _zrange(
     return shared_zrange(arrays)
 
 
-def square_cells(fig: go.Figure, *, ratio: float = CELL_RATIO) -> go.Figure:
+def square_cells(fig: go.Figure, *, ratio: float | None = None) -> go.Figure:
     """Give every heatmap cells of one fixed aspect (height = ratio x width), so a (B, T, 1)
     tensor looks like a column and a (B, T, H) one like a block, whatever the page width.
 
     Only while a row of panels holds at most ``MAX_SQUARE_COLUMNS`` columns of cells in all:
     wider tensors fill the width instead (their cells are narrow already).
     """
+    if ratio is None:  # a phone's cells are taller: a number and its glyph on two lines
+        ratio = 0.9 if current_style().stack else CELL_RATIO
     maps = [tr for tr in fig.data if tr.type == "heatmap"]
     by_row: dict[tuple, int] = {}
     for trace in maps:
@@ -205,10 +203,20 @@ def description(fig: go.Figure) -> str:
 def base_layout(fig: go.Figure, *, title: str, subtitle: str | None = None, height: int) -> None:
     """Big fonts, white background, title (and subtitle) on top, in the current style."""
     s = current_style()
-    title_dict: dict = {"text": title, "font": {"size": s.title}, "x": 0.0, "xanchor": "left"}
+    title_dict: dict = {
+        "text": title,
+        "font": {"size": s.title},
+        "x": 0.0,
+        "xanchor": "left",
+        "yref": "container",
+        "y": 1.0,
+        "yanchor": "top",
+        "pad": {"t": 10},
+    }
     if subtitle:
         title_dict["subtitle"] = {"text": subtitle, "font": {"size": max(s.font - 2, 12)}}
-    top = (s.title + s.font) * 2 + 40 if subtitle else s.title * 2 + 46
+    sub_lines = subtitle.count("<br>") + 1 if subtitle else 0
+    top = s.title * 2 + 46 + sub_lines * (s.font + 10) + (s.font if sub_lines > 1 else 0)
     fig.update_layout(
         title=title_dict,
         font={"size": s.font, "family": FONT_FAMILY, "color": "#111111"},
