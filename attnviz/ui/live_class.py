@@ -202,28 +202,46 @@ def _end() -> None:
 # ---- the panel ----------------------------------------------------------------------------------------
 
 
-def panel(query: str, n: int, slides: tuple[Slide, ...], qs: tuple[Question, ...]) -> None:
-    """The live-class strip under the slide buttons: start / join when in no class, else the
-    polling fragment."""
+def start_or_join(query: str, n: int) -> None:
+    """Start a class (a teacher) or join one with a code (a student), when in none."""
+    ss = _ss()
+    if ss.get("wt_code"):
+        return
+    with st.expander("Live class: start one, or join with a code", key="wt_live"):
+        cols = st.columns(2)
+        with cols[0]:
+            st.markdown("**Teacher**: students follow your slides and answer questions.")
+            st.button(
+                "Start a live class",
+                key="wt_start",
+                on_click=_start,
+                args=(query, ss["wt_slide"], n),
+                icon=":material/co_present:",
+            )
+        with cols[1], st.form("wt_join_form", border=False):
+            st.text_input("Class code", key="wt_join_code", max_chars=16)
+            st.text_input("Your name (optional, shown only as text)", key="wt_join_name")
+            st.form_submit_button("Join the class", on_click=_join)
+            if ss.get("wt_join_error"):
+                st.error(inert(ss["wt_join_error"]))
+
+
+def height_above() -> int:
+    """Roughly how many px the live-class strip takes above the slide (for the figure's height)."""
     ss = _ss()
     if not ss.get("wt_code"):
-        with st.expander("Live class: start one, or join with a code", key="wt_live"):
-            cols = st.columns(2)
-            with cols[0]:
-                st.markdown("**Teacher**: students follow your slides and answer questions.")
-                st.button(
-                    "Start a live class",
-                    key="wt_start",
-                    on_click=_start,
-                    args=(query, ss["wt_slide"], n),
-                    icon=":material/co_present:",
-                )
-            with cols[1], st.form("wt_join_form", border=False):
-                st.text_input("Class code", key="wt_join_code", max_chars=16)
-                st.text_input("Your name (optional, shown only as text)", key="wt_join_name")
-                st.form_submit_button("Join the class", on_click=_join)
-                if ss.get("wt_join_error"):
-                    st.error(inert(ss["wt_join_error"]))
+        return 0
+    px = 52
+    if ss.get("wt_token"):
+        px += 52 + (260 if ss.get("wt_show_join") else 0)
+    return px
+
+
+def panel(query: str, n: int, slides: tuple[Slide, ...], qs: tuple[Question, ...]) -> None:
+    """The live-class strip under the slide buttons while in a class: the join code for the
+    teacher, and the polling fragment."""
+    ss = _ss()
+    if not ss.get("wt_code"):
         return
     if ss.get("wt_token"):
         _join_info(ss["wt_code"])

@@ -32,13 +32,19 @@ _SLIDE = re.compile(r"[0-9]{1,3}")
 
 _STYLE = """
 <style>
-.st-key-wt_narration p, .st-key-wt_narration li { font-size: 1.55rem; line-height: 1.4; }
-.st-key-wt_narration code, .st-key-wt_code code { font-size: 1.35rem; }
-.st-key-wt_title h2 { font-size: 2.3rem; padding: 0; margin: 0; }
-.st-key-wt_nav [data-testid="stWidgetLabel"] p, .st-key-wt_nav p { font-size: 1.2rem; }
-.st-key-wt_nav button { min-height: 3rem; min-width: 6.5rem; font-size: 1.15rem; }
-.st-key-wt_code .stCaption p, .st-key-wt_code [data-testid="stCaptionContainer"] p {
-  font-size: 1.25rem; }
+[data-testid="stMainBlockContainer"] { padding-top: 3.4rem; }
+.st-key-wt_narration p, .st-key-wt_narration li { font-size: 1.2rem; line-height: 1.4; }
+.st-key-wt_narration code, .st-key-wt_code code { font-size: 1.1rem; }
+.st-key-wt_title h2 { font-size: 1.8rem; padding: 0; margin: 0; }
+.st-key-wt_nav p { font-size: 1.15rem; }
+.st-key-wt_nav button { min-height: 3rem; min-width: 6.5rem; font-size: 1.1rem; }
+.st-key-wt_code [data-testid="stCaptionContainer"] p { font-size: 1.1rem; }
+@media (min-width: 1600px) {
+  .st-key-wt_narration p, .st-key-wt_narration li { font-size: 1.55rem; }
+  .st-key-wt_narration code, .st-key-wt_code code { font-size: 1.35rem; }
+  .st-key-wt_title h2 { font-size: 2.3rem; }
+  .st-key-wt_nav p, .st-key-wt_code [data-testid="stCaptionContainer"] p { font-size: 1.3rem; }
+}
 @media (max-width: 640px) {
   .st-key-wt_narration p, .st-key-wt_narration li { font-size: 1.05rem; line-height: 1.45; }
   .st-key-wt_narration code, .st-key-wt_code code { font-size: 0.95rem; }
@@ -131,21 +137,32 @@ def _figure(query: str, index: int, style_name: str, height: int) -> tuple[dict,
 # ---- layout ---------------------------------------------------------------------------------------
 
 
-def figure_height(screen: live_screen.Screen, slide: deck.Slide) -> int:
-    """Pixels left for the figure below the narration on a laptop or projector (0 on a phone:
-    the figure keeps its own height and the page scrolls)."""
+#: Measured in chromium at 1366x768 and 1920x1080 (artifacts/screenshots/live): the narration's
+#: font px, its line height, px above the narration with a one-line code box, px between
+#: paragraphs, px the trap slide's two captions add, and the code font px.
+_LAPTOP_TYPE = (19.2, 26.9, 271, 15, 44, 17.6)
+_PROJECTOR_TYPE = (24.8, 34.7, 286, 17, 48, 21.6)
+
+
+def figure_height(screen: live_screen.Screen, slide: deck.Slide, above: int = 0) -> int:
+    """Pixels left for the figure below the narration on a laptop or projector, so that it fills
+    the screen without scrolling (0 on a phone: the figure keeps its height, the page scrolls).
+    above: px the live-class strip takes."""
     if screen.phone:
         return 0
     big = screen.style is figures.PROJECTOR
-    chars_per_line = max(40, int(screen.w / (13.5 if big else 12.4)))
+    font, line, base, para, captions, code_font = _PROJECTOR_TYPE if big else _LAPTOP_TYPE
+    content_w = max(screen.w - 160, 300)
+    per_line = content_w / (0.44 * font)
     text = re.sub(r"[`*]", "", slide.narration)
-    lines = sum(max(1, -(-len(p) // chars_per_line)) for p in text.split("\n\n"))
-    paragraphs = text.count("\n\n") + 1
-    code_lines = 1 + (len(slide.code) + 4) // max(30, int(screen.w / 22))
-    used = 60 + 64 + 16 + 58 + 16  # top bar, nav row, gaps, title
-    used += 28 + 34 * code_lines + 16  # the code box (or the two code boxes on the trap slide)
-    used += (64 if slide.right_code else 0) + 37 * lines + 16 * paragraphs + 40
-    return int(min(max(screen.h - used - 24, 380), 1500))
+    paragraphs = [p for p in text.split("\n\n") if p.strip()]
+    lines = sum(-(-len(p) // int(per_line)) for p in paragraphs)
+    code_w = content_w / 2 if slide.right_code else content_w
+    code_lines = -(-(len(slide.code) + 4) // max(int(code_w / (0.6 * code_font)), 20))
+    used = base + above + lines * line + para * (len(paragraphs) - 1)
+    used += (code_lines - 1) * (code_font * 1.5) + (captions if slide.right_code else 0)
+    least = 380 if big else 260
+    return int(min(max(screen.h - used - 28, least), 1500))
 
 
 # ---- the page -------------------------------------------------------------------------------------
@@ -261,14 +278,16 @@ def page() -> None:
     k = ss["wt_slide"]
     slide = slides[k - 1]
     _nav(k, n)
-    live_class.panel(query, n, slides, _questions(query))
+    live_class.panel(query, n, slides, _questions(query))  # only while in a class
     with st.container(key="wt_title"):
         st.markdown(f"## {k}. {slide.title}")
     _code(slide, screen.phone)
     with st.container(key="wt_narration"):
         st.markdown(slide.narration)
-    spec, text = _figure(query, k - 1, screen.style.name, figure_height(screen, slide))
+    height = figure_height(screen, slide, live_class.height_above())
+    spec, text = _figure(query, k - 1, screen.style.name, height)
     st.plotly_chart(spec, key="wt_fig", config=PLOT_CONFIG, width="stretch", theme=None, alt=text)
     with st.expander("Text description of the figure", key="wt_description"):
         st.text(text)
+    live_class.start_or_join(query, n)  # only while in no class
     live_class.write_link(query, k)
