@@ -119,7 +119,9 @@ def screen() -> live_screen.Screen:
     ss = _ss()
     remember = ss.get("wt_token", "") if ss.get("wt_remember") else ""
     found = live_screen.screen(
-        code=ss.get("wt_host", ""), remember=remember, forget=ss.get("wt_forget", "")
+        code=ss.get("wt_host", ""),
+        remember=(ss.get("wt_code", ""), remember) if remember else ("", ""),
+        forget=ss.get("wt_forget", ""),
     )
     if remember:
         ss["wt_remember"] = False
@@ -296,13 +298,14 @@ def live(n: int, slides: tuple[Slide, ...], qs: tuple[Question, ...]) -> None:
     if not teacher and ss.get("wt_follow") and record.slide != ss.get("wt_slide"):
         ss["wt_slide"] = record.slide
         _adopt_example(record)
+    if ss.get("wt_slide") != ss.get("wt_shown"):  # the page shows another slide: redraw it
         st.rerun()
     question = next((q for q in qs if q.id == record.question), None)
     with st.container(key="wt_live_bar", horizontal=True, vertical_alignment="center"):
         _status(record, teacher, n)
     if teacher:
         _teacher_question(record, slides, qs, question)
-    elif question is not None and record.phase is not Phase.NONE:
+    elif question is not None and record.phase is not Phase.NONE and ss.get("wt_me"):
         _student_question(record, question)
     ss[LAST_POLL_CPU] = time.process_time() - started
 

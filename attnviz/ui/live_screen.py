@@ -61,10 +61,17 @@ def parse_screen(value: object) -> Screen:
     return Screen(w=w, h=h, token=token, reported=True)
 
 
-def screen(code: str = "", remember: str = "", forget: str = "") -> Screen:
+def screen(code: str = "", remember: tuple[str, str] = ("", ""), forget: str = "") -> Screen:
     """Draw the (invisible) component and read what the browser reported.
 
-    code: the class whose stored teacher token to report; remember: a teacher token to store for
-    code in this browser; forget: a class code whose token to delete."""
-    value = _COMPONENT(code=code, remember=remember, forget=forget, key="wt_screen", default=None)
+    code: the class whose stored teacher token to report; remember: (class code, teacher token)
+    to store in this browser; forget: a class code whose token to delete."""
+    value = _COMPONENT(
+        code=code,
+        remember_code=remember[0],
+        remember=remember[1],
+        forget=forget,
+        key="wt_screen",
+        default=None,
+    )
     return parse_screen(value)

@@ -200,6 +200,7 @@ def _init() -> None:
 def go_to(n: int, *, delta: int = 0, to: int | None = None) -> None:
     """The slide buttons' callback: a teacher moves the class; a student steps away from it."""
     ss = st.session_state
+    ss["wt_notice"] = None
     target = to if to is not None else ss["wt_slide"] + delta
     ss["wt_slide"] = min(max(int(target), 1), n)
     live_class.moved(ss["wt_slide"], n)
@@ -272,10 +273,10 @@ def page() -> None:
     ss["wt_slide"] = min(max(int(ss["wt_slide"]), 1), n)
     screen = live_class.screen()
     st.html(_STYLE)
-    if ss.get("wt_notice"):
+    if ss.get("wt_notice"):  # stays until the visitor acts (a slide button)
         st.warning(ss["wt_notice"], icon="⚠️")
-        ss["wt_notice"] = None
     k = ss["wt_slide"]
+    ss["wt_shown"] = k
     slide = slides[k - 1]
     _nav(k, n)
     live_class.panel(query, n, slides, _questions(query))  # only while in a class
