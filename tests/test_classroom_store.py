@@ -52,6 +52,7 @@ class RedisServer:
         return f"redis://127.0.0.1:{self.port}/0"
 
     def start(self) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
         cmd = [REDIS, "--port", str(self.port), "--bind", "127.0.0.1", "--save", ""]
         cmd += ["--appendonly", "yes", "--appendfsync", "always", "--dir", str(self.folder)]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)

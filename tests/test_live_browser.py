@@ -73,7 +73,9 @@ class Server:
         cmd += ["--server.address", "127.0.0.1", "--server.headless", "true"]
         cmd += ["--server.fileWatcherType", "none"]
         out = open(self.log, "a")  # noqa: SIM115 -- closed with the process
-        self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env=self.env)
+        self.proc = subprocess.Popen(
+            cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env=self.env
+        )
         deadline = time.monotonic() + 90
         while True:
             try:
@@ -292,9 +294,9 @@ def _overlaps(boxes: list[dict]) -> int:
     n = 0
     for i, a in enumerate(boxes):
         for b in boxes[i + 1 :]:
-            if a["x"] < b["x"] + b["w"] and b["x"] < a["x"] + a["w"]:
-                if a["y"] < b["y"] + b["h"] and b["y"] < a["y"] + a["h"]:
-                    n += 1
+            across = a["x"] < b["x"] + b["w"] and b["x"] < a["x"] + a["w"]
+            if across and a["y"] < b["y"] + b["h"] and b["y"] < a["y"] + a["h"]:
+                n += 1
     return n
 
 
