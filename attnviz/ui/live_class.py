@@ -44,6 +44,8 @@ from attnviz.ui.safe import inert
 POLL_S = 1.0
 #: Server CPU seconds spent in the last poll of this session (the closing note measures it).
 LAST_POLL_CPU = "wt_poll_cpu"
+#: ... and in the last answer it recorded.
+LAST_ANSWER_CPU = "wt_answer_cpu"
 
 
 @st.cache_resource(show_spinner=False)
@@ -274,7 +276,10 @@ def _join_info(code: str) -> None:
             st.markdown("Join at")
             st.code(url, language=None)
             st.markdown("or type the class code")
-            st.html(f'<div class="wt-code">{html.escape(format_code(code))}</div>')
+            st.html(
+                '<div style="font:700 3.2rem monospace;letter-spacing:.12em">'
+                f"{html.escape(format_code(code))}</div>"
+            )
     with st.expander("Your private teacher link (keep it to yourself)", key="wt_private"):
         st.caption("Open it in another browser to take the class there.")
         st.code(f"{_base_url()}?class={code}&teacher={ss['wt_token']}", language=None)
@@ -303,10 +308,11 @@ def live(n: int, slides: tuple[Slide, ...], qs: tuple[Question, ...]) -> None:
     question = next((q for q in qs if q.id == record.question), None)
     with st.container(key="wt_live_bar", horizontal=True, vertical_alignment="center"):
         _status(record, teacher, n)
-    if teacher:
-        _teacher_question(record, slides, qs, question)
-    elif question is not None and record.phase is not Phase.NONE and ss.get("wt_me"):
-        _student_question(record, question)
+    with st.container(key="wt_live_question"):
+        if teacher:
+            _teacher_question(record, slides, qs, question)
+        elif question is not None and record.phase is not Phase.NONE and ss.get("wt_me"):
+            _student_question(record, question)
     ss[LAST_POLL_CPU] = time.process_time() - started
 
 
@@ -463,6 +469,7 @@ def _student_question(record: ClassRecord, question: Question) -> None:
 
 
 def _answer(question: Question, mine_key: str) -> None:
+    started = time.process_time()
     ss = _ss()
     try:
         canonical = room().answer(
@@ -473,6 +480,7 @@ def _answer(question: Question, mine_key: str) -> None:
         return
     ss["wt_answer_error"] = ""
     ss[mine_key] = canonical
+    ss[LAST_ANSWER_CPU] = time.process_time() - started
 
 
 # ---- the address bar ----------------------------------------------------------------------------------

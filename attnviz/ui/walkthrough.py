@@ -39,7 +39,13 @@ _STYLE = """
 .st-key-wt_nav p { font-size: 1.15rem; }
 .st-key-wt_nav button { min-height: 3rem; min-width: 6.5rem; font-size: 1.1rem; }
 .st-key-wt_code [data-testid="stCaptionContainer"] p { font-size: 1.1rem; }
+.st-key-wt_live_question p, .st-key-wt_live_question label p { font-size: 1.15rem; }
+.st-key-wt_live_bar p { font-size: 1.05rem; }
 @media (min-width: 1600px) {
+  .st-key-wt_live_question p, .st-key-wt_live_question label p { font-size: 1.5rem; }
+  .st-key-wt_live_question button p { font-size: 1.3rem; }
+  .st-key-wt_live_bar p { font-size: 1.3rem; }
+  [data-testid="stCode"] code { font-size: 1.2rem; }
   .st-key-wt_narration p, .st-key-wt_narration li { font-size: 1.55rem; }
   .st-key-wt_narration code, .st-key-wt_code code { font-size: 1.35rem; }
   .st-key-wt_title h2 { font-size: 2.3rem; }
