@@ -135,9 +135,25 @@ def _figure(query: str, index: int, style_name: str, height: int) -> tuple[dict,
     story = deck.story(*example_tensors(query))
     slide = story.slides[index]
     fig = _FIGURES[slide.kind](story, slide, style)
+    _untitled(fig, style, drop_subtitle=slide.kind is deck.Kind.TRAP)
     if height:
         fig.update_layout(height=height)
     return fig.to_plotly_json(), figures.description(fig)
+
+
+def _untitled(fig: go.Figure, style: figures.Style, *, drop_subtitle: bool) -> None:
+    """The slide's heading is the figure's title: drop it and give its room to the figure. The
+    subtitle (code, shape, strides) takes its place, except on the trap slide, whose two code
+    boxes above already show both codes."""
+    title = fig.layout.title
+    sub = title.subtitle.text if title.subtitle and title.subtitle.text else ""
+    cut = int(style.title * 1.4) + 12  # the title line; the subtitle line moves up into it
+    if drop_subtitle or not sub:
+        cut += (style.font + 10) if sub else 0
+        fig.update_layout(title_text="", title_subtitle_text="")
+    else:
+        fig.update_layout(title_text=sub, title_font_size=style.font, title_subtitle_text="")
+    fig.update_layout(margin_t=max(int(fig.layout.margin.t or 0) - cut, 24))
 
 
 # ---- layout ---------------------------------------------------------------------------------------
@@ -167,7 +183,7 @@ def figure_height(screen: live_screen.Screen, slide: deck.Slide, above: int = 0)
     code_lines = -(-(len(slide.code) + 4) // max(int(code_w / (0.6 * code_font)), 20))
     used = base + above + lines * line + para * (len(paragraphs) - 1)
     used += (code_lines - 1) * (code_font * 1.5) + (captions if slide.right_code else 0)
-    least = 380 if big else 260
+    least = 380 if big else 210
     return int(min(max(screen.h - used - 28, least), 1500))
 
 
