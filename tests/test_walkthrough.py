@@ -229,14 +229,17 @@ def test_joining_with_a_wrong_code_says_so(text):
 
 
 def test_joining_with_the_code_and_a_name():
-    _, code = _teacher()
+    teacher, code = _teacher()
+    token = teacher.session_state["wt_token"]
     at = _app()
     at.text_input(key="wt_join_code").input(format_code(code).lower())
     at.text_input(key="wt_join_name").input("**Bold** [x](https://e.example)")
     at.button(key="FormSubmitter:wt_join_form-Join the class").click().run()
     assert at.session_state["wt_code"] == code
     names = list(open_store().members(code).values())
-    assert names == ["**Bold** [x](https://e.example)"]  # stored as typed, never rendered
+    assert names == ["**Bold** [x](https://e.example)"]  # stored as typed
+    teacher = _app({"class": code, "teacher": token})
+    assert "**Bold** [x](https://e.example)" in [t.value for t in teacher.text]  # plain text
 
 
 def _open_question(teacher: AppTest, slide_key: str) -> None:

@@ -283,6 +283,10 @@ def _join_info(code: str) -> None:
     with st.expander("Your private teacher link (keep it to yourself)", key="wt_private"):
         st.caption("Open it in another browser to take the class there.")
         st.code(f"{_base_url()}?class={code}&teacher={ss['wt_token']}", language=None)
+        names = sorted(n for n in room().store.members(code).values() if n)
+        if names:  # shown as plain text, never as markdown
+            st.caption("Students who gave a name:")
+            st.text(", ".join(names))
         st.button("End the class", key="wt_end", on_click=_end, icon=":material/stop_circle:")
 
 
