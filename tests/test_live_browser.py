@@ -229,7 +229,10 @@ def test_a_live_class_with_a_teacher_and_two_students(chromium, store_env, tmp_p
         )
         forged.get_by_text(re.compile("teacher link is not valid")).wait_for(timeout=WAIT_MS)
         forged.close()
-        forged = _open(chromium, f"{server.url}/walkthrough?class={code}&host=1", LAPTOP)
+        forged = _open(chromium, f"{server.url}/walkthrough", LAPTOP)  # a forged stored token
+        forged.evaluate(f"() => localStorage.setItem('attnviz.teacher.{code}', '{'B' * 32}')")
+        forged.goto(f"{server.url}/walkthrough?class={code}&host=1")
+        forged.get_by_text(re.compile("open your private teacher link")).wait_for(timeout=WAIT_MS)
         assert forged.get_by_role("button", name="Reveal the answer").count() == 0
         forged.locator("body").press("ArrowRight")
         forged.close()

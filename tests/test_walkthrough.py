@@ -203,6 +203,36 @@ def test_a_student_cannot_move_the_class():
     assert _room().state(code).slide == 1
 
 
+def _host_tab(code: str, screen: dict) -> AppTest:
+    """The teacher's own tab (?class=CODE&host=1) whose browser reports screen."""
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.query_params["class"], at.query_params["host"] = code, "1"
+    at._page_hash = calc_hash("walkthrough")
+    at.session_state["wt_screen"] = screen
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_the_token_the_teachers_browser_kept_gives_the_class_back():
+    teacher, code = _teacher()
+    token = teacher.session_state["wt_token"]
+    at = _host_tab(code, {"w": 1920, "h": 1080, "token": token})
+    assert at.session_state["wt_token"] == token
+    _click(at, "wt_next")
+    assert _room().state(code).slide == 2
+
+
+def test_a_forged_token_from_the_browser_does_not_make_a_teacher():
+    _, code = _teacher()
+    at = _host_tab(code, {"w": 1920, "h": 1080, "token": "A" * 32})  # a forged value
+    assert not at.session_state["wt_token"]
+    assert "wt_reveal" not in [b.key for b in at.button]
+    at.session_state["wt_screen"] = {"w": "1920", "h": 10**9, "token": "<script>"}  # malformed
+    at.run()
+    assert not at.exception and not at.session_state["wt_token"]
+
+
 def test_a_forged_teacher_link_is_refused():
     _, code = _teacher()
     at = _app({"class": code, "teacher": "A" * 32})
