@@ -536,45 +536,6 @@ def test_display_values_show_the_typed_digits():
     assert edit.display_values(np.array([0.7718], dtype=np.float32)).tolist() == [0.7718]
 
 
-# ---- the Walkthrough -----------------------------------------------------------------------------
-
-
-def test_walkthrough_opens_on_slide_one_with_a_figure():
-    at = _app(page="walkthrough")
-    assert "Slide 1 of" in _texts(at)
-    assert at.get("plotly_chart")
-
-
-def test_walkthrough_slide_from_the_url():
-    at = _app({"slide": "4"}, page="walkthrough")
-    assert "Slide 4 of" in _texts(at)
-
-
-@pytest.mark.parametrize("slide", ["0", "99", "abc", "4.5", "-1", ""])
-def test_walkthrough_bad_slide_in_the_url_starts_at_one(slide):
-    at = _app({"slide": slide}, page="walkthrough")
-    assert "Starting at slide 1" in " ".join(w.value for w in at.warning)
-    assert "Slide 1 of" in _texts(at)
-
-
-def test_walkthrough_next_and_back_update_the_url():
-    at = _app(page="walkthrough")
-    at.button(key="wt_next").click().run()
-    at.button(key="wt_next").click().run()
-    assert at.query_params["slide"] == "3" and "Slide 3 of" in _texts(at)
-    at.button(key="wt_back").click().run()
-    assert at.query_params["slide"] == "2"
-
-
-def test_walkthrough_every_slide_renders():
-    at = _app(page="walkthrough")
-    n = int(_texts(at).split("Slide 1 of ")[1].split()[0])
-    for _ in range(n - 1):
-        at.button(key="wt_next").click().run()
-        assert not at.exception and not at.error
-    assert at.button(key="wt_next").disabled
-
-
 # ---- the error boundary --------------------------------------------------------------------------
 
 

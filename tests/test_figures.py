@@ -12,6 +12,9 @@ from hypothesis import strategies as st
 from attnviz import AttnvizError, examples, trace
 from attnviz.figures import (
     COLORSCALE,
+    PHONE,
+    PROJECTOR,
+    SCREEN,
     STRETCH_GLYPH,
     alignment_figure,
     description,
@@ -399,6 +402,7 @@ def test_empty_tensor_is_refused():
     assert "(2, 0)" in str(info.value)
 
 
+@pytest.mark.slow
 @settings(max_examples=12)
 @given(b=st.integers(1, 4), t=st.integers(1, 6), h=st.integers(1, 8), seed=st.integers(0, 99))
 def test_every_figure_builds_for_any_small_shape(b, t, h, seed):
@@ -407,3 +411,71 @@ def test_every_figure_builds_for_any_small_shape(b, t, h, seed):
     assert all(description(f) for f in figs)
     story = story_figures(trace.broadcast_steps(x, w), cell=(b - 1, h - 1))
     assert len(story) == 8
+
+
+# ---- screens: projector and phone styles ------------------------------------------------------------
+
+
+def _styled_figures(style):
+    x, w = examples.classic()
+    steps = trace.broadcast_steps(x, w)
+    trap = next(m for m in trace.mistakes(x, w) if m.silent)
+    return [
+        *story_figures(steps, style=style),
+        provenance_figure(trace.provenance(x, w, 0, 0), style=style),
+        mistake_figure(trap, style=style),
+        gradient_figure(trace.gradients(x, w), style=style),
+        view_copy_figure(trace.view_vs_copy(w, 5), style=style),
+    ]
+
+
+def _text_sizes(fig: go.Figure) -> list[float]:
+    """Every font size a figure draws text at (cells, axes, titles, annotations, tables)."""
+    layout = fig.layout
+    sizes = [layout.font.size, layout.title.font.size]
+    sizes += [a.font.size or layout.font.size for a in layout.annotations]
+    for trace_ in fig.data:
+        if trace_.type == "heatmap":
+            sizes.append(trace_.textfont.size)
+            if trace_.showscale is not False and trace_.colorbar.tickfont.size:
+                sizes.append(trace_.colorbar.tickfont.size)
+        if trace_.type == "table":
+            sizes += [trace_.header.font.size, trace_.cells.font.size]
+    return [float(s) for s in sizes if s is not None]
+
+
+def test_projector_figures_draw_no_text_under_24_px():
+    for fig in _styled_figures(PROJECTOR):
+        assert min(_text_sizes(fig)) >= 24, fig.layout.title.text
+
+
+def test_phone_figures_draw_no_text_under_12_px():
+    for fig in _styled_figures(PHONE):
+        assert min(_text_sizes(fig)) >= 12, fig.layout.title.text
+
+
+def test_phone_stacks_the_panels_of_a_3d_tensor():
+    x, _ = examples.classic()
+    wide = tensor_figure(x, title="x")
+    tall = tensor_figure(x, title="x", style=PHONE)
+    assert wide.layout.xaxis2.domain[0] > wide.layout.xaxis.domain[1]  # side by side
+    assert tall.layout.yaxis2.domain[1] < tall.layout.yaxis.domain[0]  # one above the other
+
+
+def test_phone_stacks_the_trap_beside_the_right_answer():
+    x, w = examples.classic()
+    trap = next(m for m in trace.mistakes(x, w) if m.silent)
+    fig = mistake_figure(trap, style=PHONE)
+    assert fig.layout.yaxis2.domain[1] < fig.layout.yaxis.domain[0]
+    assert fig.layout.xaxis2.domain == fig.layout.xaxis.domain
+
+
+def test_a_style_does_not_leak_into_the_next_figure():
+    x, _ = examples.classic()
+    tensor_figure(x, title="x", style=PROJECTOR)
+    assert tensor_figure(x, title="x").data[0].textfont.size == SCREEN.cell
+
+
+def test_the_colour_bar_ticks_are_its_range_and_zero():
+    fig = tensor_figure(torch.tensor([[-2.0, 1.0]]), title="x", zrange=(-3, 3))
+    assert list(fig.data[0].colorbar.tickvals) == [-3.0, 0.0, 3.0]

@@ -13,6 +13,10 @@ axes are labelled sentence / word / hidden; fonts are large enough for a project
 Builders: ``tensor_figure``, ``step_figure``, ``story_figures``, ``alignment_figure``,
 ``provenance_figure``, ``mistake_figure``, ``mistakes_figure``, ``gradient_figure``,
 ``view_copy_figure``. Helpers: ``shared_zrange``, ``description``, ``figure_html``.
+
+Screens: every builder takes ``style=`` a ``Style``: ``SCREEN`` (the default), ``PROJECTOR`` (every
+text in the figure at least 24 px, for the back row) or ``PHONE`` (panels stacked, numbers at least
+12 px on a 390 px wide screen).
 """
 
 from attnviz.figures.broadcast import (
@@ -27,7 +31,11 @@ from attnviz.figures.broadcast import (
 )
 from attnviz.figures.heatmap import (
     COLORSCALE,
+    PHONE,
+    PROJECTOR,
+    SCREEN,
     STRETCH_GLYPH,
+    Style,
     description,
     figure_html,
     shared_zrange,
@@ -36,7 +44,11 @@ from attnviz.figures.heatmap import (
 
 __all__ = [
     "COLORSCALE",
+    "PHONE",
+    "PROJECTOR",
+    "SCREEN",
     "STRETCH_GLYPH",
+    "Style",
     "alignment_figure",
     "description",
     "figure_html",

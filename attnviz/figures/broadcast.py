@@ -5,6 +5,7 @@ plain-text description is in ``fig.layout.meta["description"]``.
 
 from __future__ import annotations
 
+import html
 from collections.abc import Sequence
 
 import numpy as np
@@ -13,19 +14,20 @@ from plotly.subplots import make_subplots
 
 from attnviz.errors import AttnvizError
 from attnviz.figures.heatmap import (
-    CELL_FONT_SIZE,
-    FONT_SIZE,
-    ROW_PX,
+    PROJECTOR,
     STRETCH_GLYPH,
     base_layout,
+    current_style,
     describe,
     fmt,
     heatmap_trace,
     range_text,
     shared_zrange,
     square_cells,
+    styled,
     tensor_figure,
     to_numpy,
+    wrap_lines,
 )
 from attnviz.trace import (
     CLASH,
@@ -52,6 +54,7 @@ _GLYPH = {EQUAL: "=", STRETCHED: STRETCH_GLYPH, CLASH: "✗"}
 _OUTCOME_SYMBOL = {"right": "✓", "error": "✗", "wrong shape": "✗", "silently wrong": "⚠"}
 
 
+@styled
 def step_figure(
     step: Step,
     *,
@@ -63,7 +66,7 @@ def step_figure(
     zrange: a shared colour range for the story (see ``shared_zrange``). cell: (b, h) of a result
     cell to follow through the story: the cells of this step that feed weighted[b, h] are
     outlined (see ``trace.feeding_cells``). The subtitle gives the code, the shape and, where they
-    matter, the strides and the memory the step uses.
+    matter, the strides and the memory the step uses. style: see ``heatmap.Style``.
     """
     if step.alignment is not None or step.value is None:
         assert step.alignment is not None
@@ -79,7 +82,7 @@ def step_figure(
     fig = tensor_figure(
         step.value,
         title=step.title,
-        subtitle=" · ".join(parts),
+        subtitle=("<br>" if current_style().stack else " · ").join(parts),
         axis_names=step.axis_names or None,
         zrange=zrange,
         stretched=step.stretched,
@@ -99,6 +102,7 @@ def step_figure(
     return describe(fig, text + extra + " " + step.explanation)
 
 
+@styled
 def story_figures(steps: Sequence[Step], *, cell: tuple[int, int] | None = None) -> list[go.Figure]:
     """step_figure for every step, with one colour range shared by all of them (and the cells
     feeding weighted[b, h] outlined when cell = (b, h) is given)."""
@@ -107,9 +111,10 @@ def story_figures(steps: Sequence[Step], *, cell: tuple[int, int] | None = None)
 
 
 def _html(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return html.escape(text, quote=False)
 
 
+@styled
 def alignment_figure(
     alignment: Alignment,
     *,
@@ -160,6 +165,8 @@ def alignment_figure(
         texts[3].append("✗" if m.result is None else str(m.result))
         fills[3].append(_FILL[CLASH] if m.result is None else _FILL["size"])
 
+    style = current_style()
+    cell_font = style.cell + 3 if not style.stack else style.cell
     fig = go.Figure()
     for r in range(4):
         for c in range(n):
@@ -179,7 +186,7 @@ def alignment_figure(
                 y=-r - 0.5,
                 text=texts[r][c],
                 showarrow=False,
-                font={"size": CELL_FONT_SIZE + 3, "color": "white" if dark else "#111111"},
+                font={"size": cell_font, "color": "white" if dark else "#111111"},
             )
     # invisible points give the axes their extent and hover text
     fig.add_trace(
@@ -213,13 +220,18 @@ def alignment_figure(
         fixedrange=True,
     )
     verdict = f"broadcast to {alignment.result}" if alignment.ok else "do not broadcast (✗ clash)"
+    sep = "<br>" if style.stack else " "
     base_layout(
         fig,
         title=title or "Shapes line up from the right",
-        subtitle=f"{alignment.shape_a} vs {alignment.shape_b}: {verdict}",
-        height=420,
+        subtitle=f"{alignment.shape_a} vs {alignment.shape_b}:{sep}{verdict}",
+        height=420 if not style.stack else 380,
     )
-    fig.update_layout(margin={"l": 230, "t": 170, "b": 30})
+    if style.stack:  # a phone: row names above the rows would not fit on the left
+        fig.update_yaxes(ticktext=[_short(t) for t in row_labels])
+        fig.update_layout(margin={"l": 8 * style.font, "t": 150 + 2 * style.font, "b": 20})
+    else:
+        fig.update_layout(margin={"l": 12 * style.font + 14, "t": 170 + style.font, "b": 30})
     text = (
         f"Alignment diagram: {alignment.name_a} {alignment.shape_a} above {alignment.name_b} "
         f"{alignment.shape_b}, right-aligned, one column per axis, then the outcome and the "
@@ -229,6 +241,12 @@ def alignment_figure(
     return describe(fig, text)
 
 
+def _short(label: str) -> str:
+    """A row label short enough for a phone's margin."""
+    return {"net_output": "x", "att_scores[..., None]": "w[…,None]"}.get(label, label)
+
+
+@styled
 def provenance_figure(prov: Provenance, *, zrange: tuple[float, float] | None = None) -> go.Figure:
     """weighted[b, h] as a sum of products: rows weight, value, product; one column per word,
     and a last column Σ with the total. The equation with the numbers is the subtitle."""
@@ -244,7 +262,10 @@ def provenance_figure(prov: Provenance, *, zrange: tuple[float, float] | None = 
         zrange = shared_zrange([arr])
     zmin, zmax = zrange
     b, h = prov.b, prov.h
+    style = current_style()
     rows = [f"att_scores[{b}, t]", f"net_output[{b}, t, {h}]", "product"]
+    if style.stack:
+        rows = [f"w[{b},t]", f"x[{b},t,{h}]", "w·x"]
     cols = [f"t = {i}" for i in range(t)] + ["Σ"]
     trace = heatmap_trace(
         arr,
@@ -267,7 +288,8 @@ def provenance_figure(prov: Provenance, *, zrange: tuple[float, float] | None = 
     fig.update_xaxes(side="top", showgrid=False, zeroline=False, title={"text": "word t"})
     fig.update_traces(hovertemplate="%{y}, %{x}: %{z:.4f}<extra></extra>")
     terms = prov.equation.split(" = ", 1)[1].rsplit(" = ", 1)[0].split(" + ")
-    chunks = [" + ".join(terms[i : i + 4]) for i in range(0, len(terms), 4)]
+    per = 2 if style.stack else 4
+    chunks = [" + ".join(terms[i : i + per]) for i in range(0, len(terms), per)]
     eq = f"weighted[{b}, {h}] = " + " +<br>   ".join(chunks) + f" = <b>{fmt(prov.total, 4)}</b>"
     fig.add_annotation(
         text=eq,
@@ -280,14 +302,19 @@ def provenance_figure(prov: Provenance, *, zrange: tuple[float, float] | None = 
         yanchor="top",
         showarrow=False,
         align="left",
-        font={"size": FONT_SIZE},
+        font={"size": style.font},
     )
     base_layout(
         fig, title=f"Where weighted[{b}, {h}] comes from", subtitle=prov.formula, height=400
     )
+    line = style.font + 12
     fig.update_layout(
-        height=390 + 28 * len(chunks),
-        margin={"l": 230, "t": 150, "b": 60 + 30 * len(chunks)},
+        height=3 * style.row_px + 8 * style.font + 160 + line * (len(chunks) + 1),
+        margin={
+            "l": (6 if style.stack else 12) * style.font + 14,
+            "t": 5 * style.font + 60,
+            "b": 40 + line * (len(chunks) + 1),
+        },
     )
     desc = (
         f"Provenance of weighted[{b}, {h}]: {prov.formula}. For each of the {t} words the figure "
@@ -318,6 +345,7 @@ def _as_2d(value: np.ndarray, names: Sequence[str]) -> tuple[np.ndarray, tuple[s
     return value, (names[0], names[1]), note
 
 
+@styled
 def mistake_figure(mistake: Mistake, *, zrange: tuple[float, float] | None = None) -> go.Figure:
     """One form beside the right answer: what the code gave (or torch's error) | the right result.
 
@@ -332,12 +360,13 @@ def mistake_figure(mistake: Mistake, *, zrange: tuple[float, float] | None = Non
     left_title = f"{symbol} this code: {mistake.outcome}" + (
         "" if mistake.shape is None else f", shape {mistake.shape}"
     )
+    style = current_style()
+    grid = {"rows": 2, "cols": 1, "vertical_spacing": 0.22} if style.stack else {}
     fig = make_subplots(
-        rows=1,
-        cols=2,
+        **(grid or {"rows": 1, "cols": 2, "horizontal_spacing": 0.12}),
         subplot_titles=[left_title, f"✓ right answer, shape {mistake.expected_shape}"],
-        horizontal_spacing=0.12,
     )
+    right = {"row": 2, "col": 1} if style.stack else {"row": 1, "col": 2}
     if got is not None and got.ndim in (1, 2, 3):
         arr, (y_name, x_name), note = _as_2d(got, mistake.axis_names)
         mask = None
@@ -358,7 +387,7 @@ def mistake_figure(mistake: Mistake, *, zrange: tuple[float, float] | None = Non
         got_text = f"It ran and gave shape {mistake.shape}{note}; {range_text(got)}."
     else:
         message = mistake.error or "no tensor"
-        wrapped = "<br>".join(_wrap(f"RuntimeError: {message}", 38))
+        wrapped = "<br>".join(_wrap(f"RuntimeError: {message}", 30 if style.stack else 38))
         x_domain = fig.layout.xaxis.domain
         fig.add_annotation(
             text=wrapped,
@@ -369,7 +398,7 @@ def mistake_figure(mistake: Mistake, *, zrange: tuple[float, float] | None = Non
             xanchor="center",
             yanchor="middle",
             showarrow=False,
-            font={"size": FONT_SIZE - 1, "family": "DejaVu Sans Mono, monospace"},
+            font={"size": max(style.font - 1, 12), "family": "DejaVu Sans Mono, monospace"},
             bordercolor="#4d4d4d",
             borderwidth=2,
             borderpad=8,
@@ -383,22 +412,26 @@ def mistake_figure(mistake: Mistake, *, zrange: tuple[float, float] | None = Non
         heatmap_trace(
             exp2, zmin=zmin, zmax=zmax, x_name=ex, y_name=ey, name="right", show_scale=got is None
         ),
-        row=1,
-        col=2,
+        **right,
     )
-    fig.update_xaxes(title={"text": ex}, row=1, col=2)
-    fig.update_yaxes(title={"text": ey}, autorange="reversed", row=1, col=2)
+    fig.update_xaxes(title={"text": ex}, **right)
+    fig.update_yaxes(title={"text": ey}, autorange="reversed", **right)
     fig.update_xaxes(showgrid=False, zeroline=False, tickmode="linear", dtick=1)
     fig.update_yaxes(showgrid=False, zeroline=False, tickmode="linear", dtick=1)
     for annotation in fig.layout.annotations[:2]:
-        annotation.font = {"size": FONT_SIZE}
+        annotation.font = {"size": style.font}
     variant = " (T == H variant)" if mistake.variant else ""
     subtitle = (
         f"<b>{_html(mistake.code)}</b> on inputs {mistake.input_shape}{variant}; right: "
         f"{_html(mistake.expected_code)}"
     )
+    if style.stack:
+        subtitle = f"on inputs {mistake.input_shape}{variant}"
     rows = max(exp2.shape[0], 1 if got is None else _as_2d(got, mistake.axis_names)[0].shape[0])
-    base_layout(fig, title=mistake.title, subtitle=subtitle, height=260 + ROW_PX * max(rows, 2))
+    height = 6 * style.font + 4 * style.title + 60 + style.row_px * max(rows, 2)
+    if style.stack:
+        height = 2 * height + 6 * style.font
+    base_layout(fig, title=mistake.title, subtitle=subtitle, height=height)
     square_cells(fig)
     desc = (
         f"{mistake.title}: {mistake.code} on net_output of shape {mistake.input_shape}. "
@@ -413,16 +446,7 @@ def mistake_figure(mistake: Mistake, *, zrange: tuple[float, float] | None = Non
 
 
 def _wrap(text: str, width: int) -> list[str]:
-    lines, line = [], ""
-    for word in _html(text).split():
-        if line and len(line) + 1 + len(word) > width:
-            lines.append(line)
-            line = word
-        else:
-            line = f"{line} {word}".strip()
-    if line:
-        lines.append(line)
-    return lines
+    return wrap_lines(_html(text), width)
 
 
 def _table_row_px(m: Mistake) -> int:
@@ -432,6 +456,7 @@ def _table_row_px(m: Mistake) -> int:
     return 14 + 20 * max(code_lines, error_lines)
 
 
+@styled
 def mistakes_figure(items: Sequence[Mistake]) -> go.Figure:
     """The gallery at a glance: a table of every form, its outcome, shapes and torch's message."""
     code = [
@@ -448,14 +473,14 @@ def mistakes_figure(items: Sequence[Mistake]) -> go.Figure:
             columnwidth=[40, 14, 18, 28],
             header={
                 "values": ["<b>code</b>", "<b>outcome</b>", "<b>shape</b>", "<b>torch says</b>"],
-                "font": {"size": FONT_SIZE},
+                "font": {"size": current_style().font},
                 "fill": {"color": "#d9d9d9"},
                 "align": "left",
                 "height": 36,
             },
             cells={
                 "values": [code, outcome, shapes, errors],
-                "font": {"size": FONT_SIZE - 3},
+                "font": {"size": max(current_style().font - 3, 12)},
                 "fill": {"color": [fills] * 4},
                 "align": "left",
                 "height": 34,
@@ -477,6 +502,7 @@ def mistakes_figure(items: Sequence[Mistake]) -> go.Figure:
     return describe(fig, "Mistakes gallery, a table of forms. " + "; ".join(lines) + ".")
 
 
+@styled
 def gradient_figure(
     grads: Gradients, *, part: str = "att_scores", zrange: tuple[float, float] | None = None
 ) -> go.Figure:
@@ -511,18 +537,19 @@ def gradient_figure(
         zrange = shared_zrange([up, auto, formula])
     zmin, zmax = zrange
     ok = "matches" if grads.att_scores_ok else "DOES NOT match"
-    fig = make_subplots(
-        rows=1,
-        cols=3,
-        subplot_titles=[
-            "upstream d loss / d weighted",
-            "autograd: att_scores.grad",
-            f"formula: {_html(grads.att_scores_code)}",
-        ],
-        horizontal_spacing=0.08,
-    )
+    style = current_style()
+    titles = [
+        "upstream d loss / d weighted",
+        "autograd: att_scores.grad",
+        f"formula: {_html(grads.att_scores_code)}",
+    ]
+    if style.stack:
+        fig = make_subplots(rows=3, cols=1, subplot_titles=titles, vertical_spacing=0.16)
+    else:
+        fig = make_subplots(rows=1, cols=3, subplot_titles=titles, horizontal_spacing=0.08)
     panels = ((up, "hidden"), (auto, "word"), (formula, "word"))
     for i, (arr, x_name) in enumerate(panels):
+        rc = {"row": i + 1, "col": 1} if style.stack else {"row": 1, "col": i + 1}
         fig.add_trace(
             heatmap_trace(
                 arr,
@@ -533,24 +560,26 @@ def gradient_figure(
                 show_scale=i == 0,
                 name=["upstream", "autograd", "formula"][i],
             ),
-            row=1,
-            col=i + 1,
+            **rc,
         )
-        fig.update_xaxes(title={"text": x_name}, row=1, col=i + 1)
-        fig.update_yaxes(title={"text": "sentence" if i == 0 else ""}, row=1, col=i + 1)
+        fig.update_xaxes(title={"text": x_name}, **rc)
+        fig.update_yaxes(title={"text": "sentence" if i == 0 or style.stack else ""}, **rc)
     fig.update_xaxes(showgrid=False, zeroline=False, tickmode="linear", dtick=1)
     fig.update_yaxes(
         showgrid=False, zeroline=False, tickmode="linear", dtick=1, autorange="reversed"
     )
     for annotation in fig.layout.annotations[:3]:
-        annotation.font = {"size": FONT_SIZE - 2}
+        annotation.font = {"size": max(style.font - 2, 12)}
+    height = 6 * style.font + 4 * style.title + 60 + style.row_px * max(up.shape[0], 2)
+    if style.stack:
+        height = 3 * (style.row_px * max(up.shape[0], 2) + 6 * style.font) + 8 * style.font
     base_layout(
         fig,
         title="Gradient of att_scores: the broadcast becomes a sum",
         subtitle=(
             f"autograd {ok} the formula (largest difference {grads.att_scores_max_abs_diff:.1e})"
         ),
-        height=260 + ROW_PX * max(up.shape[0], 2),
+        height=height,
     )
     square_cells(fig)
     text = (
@@ -563,45 +592,77 @@ def gradient_figure(
     return describe(fig, text)
 
 
+@styled
 def view_copy_figure(vc: ViewCopy) -> go.Figure:
     """expand vs repeat: a table of shape, strides, memory and new bytes, and a bar chart of how
     many numbers each really stores."""
     rows = (vc.source, vc.expand, vc.repeat)
-    fig = make_subplots(
-        rows=1,
-        cols=2,
-        column_widths=[0.62, 0.38],
-        specs=[[{"type": "table"}, {"type": "xy"}]],
-        horizontal_spacing=0.1,
-    )
+    style = current_style()
+    if style.stack:  # a phone: the table above the bars
+        fig = make_subplots(
+            rows=2,
+            cols=1,
+            row_heights=[0.55, 0.45],
+            specs=[[{"type": "table"}], [{"type": "xy"}]],
+            vertical_spacing=0.08,
+        )
+        bars = {"row": 2, "col": 1}
+    else:
+        fig = make_subplots(
+            rows=1,
+            cols=2,
+            column_widths=[0.62, 0.38],
+            specs=[[{"type": "table"}, {"type": "xy"}]],
+            horizontal_spacing=0.1,
+        )
+        bars = {"row": 1, "col": 2}
+    line = style.small + 10  # one line of a table cell
+    header = [
+        "<b>code</b>",
+        "<b>shape</b>",
+        "<b>strides</b>",
+        "<b>same memory as att_scores?</b>",
+        "<b>new bytes</b>",
+    ]
+    columns = [
+        [f"<b>{_html(r.code)}</b>" for r in rows],
+        [str(r.shape) for r in rows],
+        [str(r.strides) for r in rows],
+        ["✓ yes (a view)" if r.same_memory else "✗ no (a copy)" for r in rows],
+        [str(r.new_bytes) for r in rows],
+    ]
+    widths = [40, 14, 14, 18, 12]
+    if style.stack:  # a phone: two columns, the facts of each tensor in one cell
+        header = ["<b>code</b>", "<b>shape, strides, memory</b>"]
+        columns = [
+            ["<br>".join(_wrap(r.code, 16)) for r in rows],
+            [
+                f"{r.shape}<br>strides {r.strides}<br>"
+                + (
+                    f"a view, {r.new_bytes} new bytes"
+                    if r.same_memory
+                    else f"a copy, {r.new_bytes} new bytes"
+                )
+                for r in rows
+            ],
+        ]
+        widths = [50, 50]
     fig.add_trace(
         go.Table(
-            columnwidth=[40, 14, 14, 18, 12],
+            columnwidth=widths,
             header={
-                "values": [
-                    "<b>code</b>",
-                    "<b>shape</b>",
-                    "<b>strides</b>",
-                    "<b>same memory as att_scores?</b>",
-                    "<b>new bytes</b>",
-                ],
-                "font": {"size": FONT_SIZE - 2},
+                "values": header,
+                "font": {"size": max(style.font - 2, 12)},
                 "fill": {"color": "#d9d9d9"},
                 "align": "left",
-                "height": 40,
+                "height": line * (1 if style.stack else 2),
             },
             cells={
-                "values": [
-                    [f"<b>{_html(r.code)}</b>" for r in rows],
-                    [str(r.shape) for r in rows],
-                    [str(r.strides) for r in rows],
-                    ["✓ yes (a view)" if r.same_memory else "✗ no (a copy)" for r in rows],
-                    [str(r.new_bytes) for r in rows],
-                ],
-                "font": {"size": FONT_SIZE - 3},
-                "fill": {"color": [["#ffffff", "#d9e7f5", "#fdd49e"]] * 5},
+                "values": columns,
+                "font": {"size": style.small},
+                "fill": {"color": [["#ffffff", "#d9e7f5", "#fdd49e"]] * len(columns)},
                 "align": "left",
-                "height": 38,
+                "height": line * (3 if style.stack else 2),
             },
         ),
         row=1,
@@ -623,18 +684,20 @@ def view_copy_figure(vc: ViewCopy) -> go.Figure:
             },
             showlegend=False,
             cliponaxis=False,
+            textfont={"size": style.small},
         ),
-        row=1,
-        col=2,
+        **bars,
     )
-    fig.update_yaxes(
-        title={"text": "numbers in memory"}, range=[0, max(stored) * 1.35], row=1, col=2
-    )
+    fig.update_yaxes(title={"text": "numbers in memory"}, range=[0, max(stored) * 1.35], **bars)
+    fig.update_xaxes(tickfont={"size": style.small}, **bars)
     e = vc.expand
+    sep = "<br>" if style.stack else "; "
     base_layout(
         fig,
         title="expand is a view, repeat is a copy",
-        subtitle=f"both {e.shape}; expand's stride 0 re-reads memory, repeat copies it",
-        height=440,
+        subtitle=f"both {e.shape}{sep}expand's stride 0 re-reads memory, repeat copies it",
+        height=440 if style is not PROJECTOR else 620,
     )
+    if style.stack:
+        fig.update_layout(height=860, margin={"l": 44, "r": 8})
     return describe(fig, "View vs copy. " + vc.explanation)

@@ -7,9 +7,13 @@ at zero; ``shared_zrange`` gives one range for all the steps of a story so colou
 
 from __future__ import annotations
 
+import contextvars
+import functools
 import html
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 import plotly.graph_objects as go
@@ -18,6 +22,7 @@ from plotly.subplots import make_subplots
 from torch import Tensor
 
 from attnviz.errors import AttnvizError
+from attnviz.examples import AXIS_NAMES
 
 #: Blue (negative) - white (zero) - orange (positive): distinguishable with the common colour-vision
 #: deficiencies (after ColorBrewer's colour-blind-safe diverging schemes).
@@ -42,20 +47,66 @@ HIGHLIGHT_COLOR = "#000000"
 CELL_RATIO = 0.62
 #: Smallest height of one panel's plotting area, so a one-row tensor keeps a readable colour bar.
 MIN_PLOT_PX = 150
-#: Gap between rows of panels, room for the axis title and the next panel's title.
-PANEL_GAP_PX = 110
 #: Most columns of cells in a row of panels that still get fixed-aspect cells.
 MAX_SQUARE_COLUMNS = 12
 #: Pixels per row of cells used to size a figure's height.
 ROW_PX = 58
 
-AXIS_DEFAULTS = {
-    1: ("word",),
-    2: ("sentence", "word"),
-    3: ("sentence", "word", "hidden"),
-}
+#: Default axis names by number of axes: (word,), (sentence, word), (sentence, word, hidden).
+AXIS_DEFAULTS = {1: AXIS_NAMES[1:2], 2: AXIS_NAMES[:2], 3: AXIS_NAMES}
 #: Most panels side by side in one row before a 3-D figure wraps to a new row.
 MAX_COLUMNS = 4
+
+
+@dataclass(frozen=True)
+class Style:
+    """Text sizes (px, as drawn) and layout of a figure for one kind of screen.
+
+    font: axis titles, ticks, subplot titles and notes; title: the figure title; cell: the numbers
+    in cells (the largest; smaller automatically for many cells); row_px: height of one row of
+    cells; stack: panels one above the other (a phone) instead of side by side; margin: the left
+    margin for row labels, in px."""
+
+    name: str = "screen"
+    font: int = FONT_SIZE
+    title: int = TITLE_SIZE
+    cell: int = CELL_FONT_SIZE
+    row_px: int = ROW_PX
+    stack: bool = False
+    margin: int = 90
+    small: int = FONT_SIZE - 4  # colour-bar ticks, table cells, bar labels
+
+
+#: A laptop or desktop screen (the default of every builder).
+SCREEN = Style()
+#: A projector at 1920x1080 seen from the back row: every text in the figure at least 24 px.
+PROJECTOR = Style("projector", font=26, title=30, cell=28, row_px=74, margin=120, small=24)
+#: A phone held upright (390 px wide): panels stacked, cell numbers at least 12 px.
+PHONE = Style("phone", font=14, title=16, cell=14, row_px=54, stack=True, margin=56, small=12)
+
+_STYLE: contextvars.ContextVar[Style] = contextvars.ContextVar("attnviz_style", default=SCREEN)
+_F = TypeVar("_F", bound=Callable[..., go.Figure])
+
+
+def current_style() -> Style:
+    """The style the figure being built uses (``SCREEN`` unless a builder got ``style=``)."""
+    return _STYLE.get()
+
+
+def styled(builder: _F) -> _F:
+    """Give a figure builder a keyword ``style: Style | None``; None keeps the caller's style."""
+
+    @functools.wraps(builder)
+    def build(*args, style: Style | None = None, **kwargs):
+        if style is None:
+            return builder(*args, **kwargs)
+        token = _STYLE.set(style)
+        try:
+            return builder(*args, **kwargs)
+        finally:
+            _STYLE.reset(token)
+
+    return build  # type: ignore[return-value]
 
 
 def to_numpy(value: Tensor | np.ndarray | Sequence) -> np.ndarray:
@@ -107,13 +158,15 @@ def _zrange(
     return shared_zrange(arrays)
 
 
-def square_cells(fig: go.Figure, *, ratio: float = CELL_RATIO) -> go.Figure:
+def square_cells(fig: go.Figure, *, ratio: float | None = None) -> go.Figure:
     """Give every heatmap cells of one fixed aspect (height = ratio x width), so a (B, T, 1)
     tensor looks like a column and a (B, T, H) one like a block, whatever the page width.
 
     Only while a row of panels holds at most ``MAX_SQUARE_COLUMNS`` columns of cells in all:
     wider tensors fill the width instead (their cells are narrow already).
     """
+    if ratio is None:  # a phone's cells are taller: a number and its glyph on two lines
+        ratio = 0.9 if current_style().stack else CELL_RATIO
     maps = [tr for tr in fig.data if tr.type == "heatmap"]
     by_row: dict[tuple, int] = {}
     for trace in maps:
@@ -148,27 +201,49 @@ def description(fig: go.Figure) -> str:
 
 
 def base_layout(fig: go.Figure, *, title: str, subtitle: str | None = None, height: int) -> None:
-    """Big fonts, white background, title (and subtitle) on top."""
-    title_dict: dict = {"text": title, "font": {"size": TITLE_SIZE}, "x": 0.0, "xanchor": "left"}
+    """Big fonts, white background, title (and subtitle) on top, in the current style."""
+    s = current_style()
+    title_dict: dict = {
+        "text": title,
+        "font": {"size": s.title},
+        "x": 0.0,
+        "xanchor": "left",
+        "yref": "container",
+        "y": 1.0,
+        "yanchor": "top",
+        "pad": {"t": 10},
+    }
     if subtitle:
-        title_dict["subtitle"] = {"text": subtitle, "font": {"size": FONT_SIZE - 2}}
+        title_dict["subtitle"] = {"text": subtitle, "font": {"size": max(s.font - 2, 12)}}
+    sub_lines = subtitle.count("<br>") + 1 if subtitle else 0
+    top = s.title * 2 + 46 + sub_lines * (s.font + 10) + (s.font if sub_lines > 1 else 0)
     fig.update_layout(
         title=title_dict,
-        font={"size": FONT_SIZE, "family": FONT_FAMILY, "color": "#111111"},
+        font={"size": s.font, "family": FONT_FAMILY, "color": "#111111"},
         height=height,
-        margin={"l": 90, "r": 40, "t": 135 if subtitle else 90, "b": 80},
+        margin={"l": s.margin, "r": 40 if not s.stack else 12, "t": top, "b": 30 + 2 * s.font},
         paper_bgcolor="white",
         plot_bgcolor="white",
     )
 
 
 def colorbar(zmin: float, zmax: float) -> dict:
-    return {
-        "title": {"text": "value", "side": "right"},
-        "tickfont": {"size": FONT_SIZE - 4},
-        "thickness": 18,
+    """The colour bar of a (zmin, zmax) scale: ticks at both ends and at zero."""
+    s = current_style()
+    ticks = [zmin, 0.0, zmax] if zmin < 0 < zmax else [zmin, zmax]
+    bar = {
+        "title": {"text": "value", "side": "right", "font": {"size": s.small}},
+        "tickfont": {"size": s.small},
+        "tickmode": "array",
+        "tickvals": ticks,
+        "ticktext": [fmt(v, 2) for v in ticks],
+        "thickness": 18 if not s.stack else 12,
         "len": 0.9,
     }
+    if s.stack:  # a phone: the bar lies under the figure instead of eating its width
+        bar.update(orientation="h", x=0.5, xanchor="center", y=-0.02, yanchor="top", len=0.8)
+        bar["title"] = {"text": "value", "side": "top", "font": {"size": s.small}}
+    return bar
 
 
 def range_text(arr: np.ndarray) -> str:
@@ -206,11 +281,12 @@ def _cell_text(
 
 
 def _cell_font(n_cells: int, n_cols: int) -> int:
+    cell = current_style().cell
     if n_cols >= 12 or n_cells > 200:
-        return CELL_FONT_SIZE - 5
+        return max(cell - 5, 12)
     if n_cols >= 8 or n_cells > 80:
-        return CELL_FONT_SIZE - 3
-    return CELL_FONT_SIZE
+        return max(cell - 3, 12)
+    return cell
 
 
 def heatmap_trace(
@@ -320,6 +396,7 @@ def _stretch_note(
     )
 
 
+@styled
 def tensor_figure(
     value: Tensor | np.ndarray,
     *,
@@ -343,8 +420,10 @@ def tensor_figure(
     drawn with a dotted border and the glyph ↔, and an annotation names the stretched axis.
     highlight: full indices of cells to outline (thick solid border, bold number), e.g. the cells
     that feed one result cell; highlight_note says why, in the description.
-    The description is in fig.layout.meta["description"].
+    The description is in fig.layout.meta["description"]. style: a ``Style`` (text sizes and
+    layout for a projector or a phone; default ``SCREEN``).
     """
+    st = current_style()
     arr = to_numpy(value)
     if arr.ndim not in (1, 2, 3):
         raise AttnvizError(
@@ -367,7 +446,7 @@ def tensor_figure(
     if arr.ndim == 3:
         fig = _panels_figure(arr, shown, zmin, zmax, mask, bold, digits, name)
         n_rows_grid = math.ceil(shape[0] / _ncols(shape))
-        height = 120 + 90 + _plot_px(n_rows_grid, shape[1])
+        height = 3 * st.title + 3 * st.font + 90 + _plot_px(n_rows_grid, shape[1])
         layout = (
             f"one panel per {names[0]} ({_count(shape[0], 'panel')}); in each, rows are "
             f"{_plural(names[1])} ({shape[1]}) and columns are {_plural(names[2])} ({shape[2]})"
@@ -398,7 +477,7 @@ def tensor_figure(
             _mark_cells(fig, mask2)
         if bold2 is not None:
             _mark_cells(fig, bold2, solid=True)
-        height = 230 + max(ROW_PX * arr2.shape[0], MIN_PLOT_PX)
+        height = 4 * st.title + 4 * st.font + 70 + max(st.row_px * arr2.shape[0], MIN_PLOT_PX)
         layout = (
             f"one row of {shape[0]} {_plural(names[0])}"
             if arr.ndim == 1
@@ -415,20 +494,23 @@ def tensor_figure(
     )
     if stretched:
         note = _stretch_note(shape, names, stretched)
+        drawn = _stretch_note(shape, shown, stretched)
+        lines = wrap_lines(drawn, 44) if st.stack else [drawn]
         fig.add_annotation(
-            text=_stretch_note(shape, shown, stretched),
+            text="<br>".join(lines),
             xref="paper",
             yref="paper",
             x=0,
             y=0,
             xanchor="left",
             yanchor="top",
-            yshift=-75,
+            yshift=-(2 * st.font + 30),
             showarrow=False,
-            font={"size": FONT_SIZE - 2},
+            font={"size": max(st.font - 2, 12)},
             align="left",
         )
-        fig.update_layout(margin={"b": 150}, height=height + 70)
+        extra = len(lines) * (st.font + 6) + 40
+        fig.update_layout(margin={"b": 2 * st.font + 70 + extra}, height=height + extra + 40)
         text += f" {marked} of {arr.size} cells are marked {STRETCH_GLYPH}: " + note
     if bold is not None:
         cells = ", ".join(str(tuple(int(i) for i in idx)) for idx in np.argwhere(bold))
@@ -453,7 +535,15 @@ def _highlight_mask(shape: tuple[int, ...], cells: Sequence[Sequence[int]]) -> n
 
 
 def _ncols(shape: tuple[int, ...]) -> int:
+    if current_style().stack:
+        return 1
     return max(1, min(shape[0], MAX_COLUMNS, 24 // max(shape[2], 1) or 1))
+
+
+def _gap_px() -> int:
+    """Room between rows of panels: the axis title and ticks above, the next panel's title."""
+    s = current_style()
+    return 2 * s.font + 2 * s.title + 30
 
 
 def _count(n: int, noun: str) -> str:
@@ -462,8 +552,8 @@ def _count(n: int, noun: str) -> str:
 
 def _plot_px(n_panel_rows: int, cell_rows: int) -> int:
     """Height in pixels of the plotting area for a grid of panels."""
-    panel = max(ROW_PX * cell_rows, MIN_PLOT_PX)
-    return n_panel_rows * panel + (n_panel_rows - 1) * PANEL_GAP_PX
+    panel = max(current_style().row_px * cell_rows, MIN_PLOT_PX)
+    return n_panel_rows * panel + (n_panel_rows - 1) * _gap_px()
 
 
 def _panels_figure(
@@ -484,7 +574,7 @@ def _panels_figure(
         cols=ncols,
         subplot_titles=[f"{names[0]} {i}" for i in range(b)],
         horizontal_spacing=min(0.08, 0.4 / max(ncols - 1, 1)),
-        vertical_spacing=min(0.3, PANEL_GAP_PX / _plot_px(nrows, r)) if nrows > 1 else 0.1,
+        vertical_spacing=min(0.3, _gap_px() / _plot_px(nrows, r)) if nrows > 1 else 0.1,
     )
     for i in range(b):
         row, col = i // ncols + 1, i % ncols + 1
@@ -518,8 +608,22 @@ def _panels_figure(
         if bold is not None:
             _mark_cells(fig, bold[i], row=row, col=col, solid=True)
     for annotation in fig.layout.annotations:  # the subplot titles
-        annotation.font = {"size": FONT_SIZE}
+        annotation.font = {"size": current_style().font}
     return fig
+
+
+def wrap_lines(text: str, width: int) -> list[str]:
+    """Words -> lines of at most width characters (a longer word gets a line of its own)."""
+    lines, line = [], ""
+    for word in text.split():
+        if line and len(line) + 1 + len(word) > width:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}".strip()
+    if line:
+        lines.append(line)
+    return lines
 
 
 def figure_html(fig: go.Figure, *, full_html: bool = True) -> str:

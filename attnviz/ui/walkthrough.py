@@ -1,109 +1,200 @@
-"""The Walkthrough: the lesson as slides for a projector, one narration and one figure each.
+"""The Walkthrough: the lesson as slides for a projector and for phones, and the live class.
 
-The slide number lives in the URL (``?slide=4``) so a teacher can hand out a link to a slide.
-Every narration comes from the library (the steps' explanations), computed on the classic example.
+The link carries the slide (``?slide=4``) and may carry a Playground example (its ``p``, ``s``,
+``x``, ``w``, ``m``, ``sm``, ``mk`` parameters, read with ``attnviz.ui.link.decode``): the slides
+then run on those numbers. A live class adds ``class=`` (and ``me=`` for a student); see
+``attnviz.ui.live_class``. The slides' text comes from ``attnviz.classroom.deck`` and their figures
+from ``attnviz.figures``, sized for the screen the browser reports (``attnviz.ui.live_screen``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+import re
+from collections.abc import Callable, Mapping
+from urllib.parse import parse_qsl, urlencode
 
 import plotly.graph_objects as go
 import streamlit as st
+import torch
 
-from attnviz import examples, figures, trace
+import attnviz
+from attnviz import examples, figures
+from attnviz.classroom import deck
+from attnviz.classroom.question import Question, questions
+from attnviz.errors import AttnvizError
+from attnviz.ui import link, live_class, live_screen
 from attnviz.ui.safe import inert
-from attnviz.ui.sections import PLOT_CONFIG
 
-_LARGE_TYPE = """
+#: The Playground link parameters that describe the example (the rest are its own view).
+EXAMPLE_KEYS = ("p", "s", "seed", "x", "w", "m", "sm", "mk")
+PLOT_CONFIG = {"displaylogo": False, "displayModeBar": False, "responsive": True}
+_SLIDE = re.compile(r"[0-9]{1,3}")
+
+_STYLE = """
 <style>
-.st-key-wt_narration p, .st-key-wt_narration li { font-size: 1.55rem; line-height: 1.45; }
-.st-key-wt_narration code { font-size: 1.4rem; }
-.st-key-wt_title h2 { font-size: 2.4rem; }
+[data-testid="stMainBlockContainer"] { padding-top: 3.4rem; }
+.st-key-wt_narration p, .st-key-wt_narration li { font-size: 1.2rem; line-height: 1.4; }
+.st-key-wt_narration code, .st-key-wt_code code { font-size: 1.1rem; }
+.st-key-wt_title h2 { font-size: 1.8rem; padding: 0; margin: 0; }
+.st-key-wt_nav p { font-size: 1.15rem; }
+.st-key-wt_nav button { min-height: 3rem; min-width: 6.5rem; font-size: 1.1rem; }
+.st-key-wt_code [data-testid="stCaptionContainer"] p { font-size: 1.1rem; }
+.st-key-wt_live_question p, .st-key-wt_live_question label p { font-size: 1.15rem; }
+.st-key-wt_live_bar p { font-size: 1.05rem; }
+@media (min-width: 1600px) {
+  .st-key-wt_live_question p, .st-key-wt_live_question label p { font-size: 1.5rem; }
+  .st-key-wt_live_question button p { font-size: 1.3rem; }
+  .st-key-wt_live_bar p { font-size: 1.3rem; }
+  [data-testid="stCode"] code { font-size: 1.2rem; }
+  .st-key-wt_narration p, .st-key-wt_narration li { font-size: 1.55rem; }
+  .st-key-wt_narration code, .st-key-wt_code code { font-size: 1.35rem; }
+  .st-key-wt_title h2 { font-size: 2.3rem; }
+  .st-key-wt_nav p, .st-key-wt_code [data-testid="stCaptionContainer"] p { font-size: 1.3rem; }
+}
+@media (max-width: 640px) {
+  .st-key-wt_narration p, .st-key-wt_narration li { font-size: 1.05rem; line-height: 1.45; }
+  .st-key-wt_narration code, .st-key-wt_code code { font-size: 0.95rem; }
+  .st-key-wt_title h2 { font-size: 1.45rem; }
+  .st-key-wt_nav button { min-height: 3.2rem; min-width: 5.5rem; }
+  .st-key-wt_first, .st-key-wt_last { display: none; }
+  [data-testid="stMainBlockContainer"] { padding-left: 0.9rem; padding-right: 0.9rem; }
+}
 </style>
 """
 
 
-@dataclass(frozen=True)
-class Slide:
-    """One slide: a title, the code it is about, a narration (markdown) and its figure."""
-
-    title: str
-    code: str
-    narration: str
-    figure: Callable[[], go.Figure]
+# ---- the example and the deck, cached by the example's canonical query string --------------------
 
 
-@st.cache_resource(show_spinner=False)
-def slides() -> list[Slide]:
-    """The lesson on the classic example: the broadcast story, then one cell, the silent trap,
-    the gradient and the cost of a stretch."""
-    x, w = examples.classic()  # (2, 3, 5), (2, 3)
-    b, t, h = x.shape
-    steps = trace.broadcast_steps(x, w)
-    zrange = figures.shared_zrange(steps)
-    out = [
-        Slide(
-            s.title,
-            s.code,
-            s.explanation,
-            (lambda s=s: figures.step_figure(s, zrange=zrange)),
-        )
-        for s in steps
-    ]
-    prov = trace.provenance(x, w, 0, 0)
-    out.append(
-        Slide(
-            "Where one number comes from",
-            prov.formula,
-            f"Each cell of `weighted` is a weighted sum over the {t} words of one sentence:\n\n"
-            f"`{prov.equation}`",
-            lambda: figures.provenance_figure(prov, zrange=zrange),
+def example_query(params: Mapping[str, str]) -> str:
+    """The example part of a link -> its canonical query string ('' for the classic example).
+
+    Raises AttnvizError (from ``link.decode``) when those parameters are tampered with."""
+    picked = {k: str(params[k]) for k in EXAMPLE_KEYS if k in params}
+    lk = link.decode(picked)
+    canonical = link.encode(
+        link.Link(
+            preset=lk.preset,
+            shape=lk.shape,
+            seed=lk.seed,
+            softmax=lk.softmax,
+            use_mask=lk.use_mask,
+            x=lk.x,
+            w=lk.w,
+            mask=lk.mask,
         )
     )
-    trap = next((m for m in trace.mistakes(x, w) if m.silent), None)
-    if trap is not None:
-        note = f"\n\n{trap.variant_note}" if trap.variant_note else ""
-        out.append(
-            Slide(
-                f"The silent trap: {trap.title}",
-                trap.code,
-                trap.explanation + note,
-                lambda: figures.mistake_figure(trap),
-            )
-        )
-    grads = trace.gradients(x, w)
-    out.append(
-        Slide(
-            "Backward: the stretch becomes a sum",
-            grads.att_scores_code,
-            grads.explanation,
-            lambda: figures.gradient_figure(grads, part="att_scores"),
-        )
-    )
-    vc = trace.view_vs_copy(w, h)
-    out.append(
-        Slide(
-            "A stretch costs nothing: expand vs repeat",
-            f"{vc.expand.code}  vs  {vc.repeat.code}",
-            vc.explanation,
-            lambda: figures.view_copy_figure(vc),
-        )
-    )
-    return out
+    return "" if canonical == link.encode(link.Link()) else urlencode(canonical)
 
 
-@st.cache_resource(max_entries=32, show_spinner=False)
-def _figure(i: int) -> go.Figure:
-    return slides()[i].figure()
+def example_tensors(query: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """A canonical example query -> net_output (B, T, H) and the weights actually applied (B, T)."""
+    lk = link.decode(dict(parse_qsl(query)))
+    b, t, h = lk.shape
+    ex = examples.preset(lk.preset, b, t, h, seed=lk.seed)
+    x = ex.net_output if lk.x is None else torch.from_numpy(lk.x)
+    w = ex.att_scores if lk.w is None else torch.from_numpy(lk.w)
+    mask = ex.mask if lk.mask is None else torch.from_numpy(lk.mask)
+    applied = attnviz.attention_weights(
+        w,
+        mask=mask if lk.use_mask else None,
+        normalize="softmax" if lk.softmax else None,
+    )  # (B, T)
+    return x, applied
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def _slides(query: str) -> tuple[deck.Slide, ...]:
+    return deck.story(*example_tensors(query)).slides
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def _questions(query: str) -> tuple[Question, ...]:
+    return questions(*example_tensors(query))
+
+
+_FIGURES: dict[deck.Kind, Callable[[deck.Story, deck.Slide, figures.Style], go.Figure]] = {
+    deck.Kind.STEP: lambda s, slide, style: figures.step_figure(
+        s.steps[slide.step], zrange=figures.shared_zrange(s.steps), style=style
+    ),
+    deck.Kind.CELL: lambda s, slide, style: figures.provenance_figure(
+        s.provenance, zrange=figures.shared_zrange(s.steps), style=style
+    ),
+    deck.Kind.TRAP: lambda s, slide, style: figures.mistake_figure(s.trap, style=style),
+    deck.Kind.GRAD: lambda s, slide, style: figures.gradient_figure(
+        s.gradients, part="att_scores", style=style
+    ),
+    deck.Kind.VIEW: lambda s, slide, style: figures.view_copy_figure(s.view_copy, style=style),
+}
+
+
+@st.cache_data(max_entries=192, show_spinner=False)
+def _figure(query: str, index: int, style_name: str, height: int) -> tuple[dict, str]:
+    """-> (the figure as a plotly dict, its text description); height 0 keeps its own."""
+    style = {s.name: s for s in (figures.SCREEN, figures.PROJECTOR, figures.PHONE)}[style_name]
+    story = deck.story(*example_tensors(query))
+    slide = story.slides[index]
+    fig = _FIGURES[slide.kind](story, slide, style)
+    _untitled(fig, style, drop_subtitle=slide.kind is deck.Kind.TRAP)
+    if height:
+        fig.update_layout(height=height)
+    return fig.to_plotly_json(), figures.description(fig)
+
+
+def _untitled(fig: go.Figure, style: figures.Style, *, drop_subtitle: bool) -> None:
+    """The slide's heading is the figure's title: drop it and give its room to the figure. The
+    subtitle (code, shape, strides) takes its place, except on the trap slide, whose two code
+    boxes above already show both codes."""
+    title = fig.layout.title
+    sub = title.subtitle.text if title.subtitle and title.subtitle.text else ""
+    cut = int(style.title * 1.4) + 12  # the title line; the subtitle line moves up into it
+    if drop_subtitle or not sub:
+        cut += (style.font + 10) if sub else 0
+        fig.update_layout(title_text="", title_subtitle_text="")
+    else:
+        fig.update_layout(title_text=sub, title_font_size=style.font, title_subtitle_text="")
+    fig.update_layout(margin_t=max(int(fig.layout.margin.t or 0) - cut, 24))
+
+
+# ---- layout ---------------------------------------------------------------------------------------
+
+
+#: Measured in chromium at 1366x768 and 1920x1080 (artifacts/screenshots/live): the narration's
+#: font px, its line height, px above the narration with a one-line code box, px between
+#: paragraphs, px the trap slide's two captions add, and the code font px.
+_LAPTOP_TYPE = (19.2, 26.9, 271, 15, 44, 17.6)
+_PROJECTOR_TYPE = (24.8, 34.7, 286, 17, 48, 21.6)
+
+
+def figure_height(screen: live_screen.Screen, slide: deck.Slide, above: int = 0) -> int:
+    """Pixels left for the figure below the narration on a laptop or projector, so that it fills
+    the screen without scrolling (0 on a phone: the figure keeps its height, the page scrolls).
+    above: px the live-class strip takes."""
+    if screen.phone:
+        return 0
+    big = screen.style is figures.PROJECTOR
+    font, line, base, para, captions, code_font = _PROJECTOR_TYPE if big else _LAPTOP_TYPE
+    content_w = max(screen.w - 160, 300)
+    per_line = content_w / (0.44 * font)
+    text = re.sub(r"[`*]", "", slide.narration)
+    paragraphs = [p for p in text.split("\n\n") if p.strip()]
+    lines = sum(-(-len(p) // int(per_line)) for p in paragraphs)
+    code_w = content_w / 2 if slide.right_code else content_w
+    code_lines = -(-(len(slide.code) + 4) // max(int(code_w / (0.6 * code_font)), 20))
+    used = base + above + lines * line + para * (len(paragraphs) - 1)
+    used += (code_lines - 1) * (code_font * 1.5) + (captions if slide.right_code else 0)
+    least = 380 if big else 210
+    return int(min(max(screen.h - used - 28, least), 1500))
+
+
+# ---- the page -------------------------------------------------------------------------------------
 
 
 def _slide_from_url(n: int) -> tuple[int, str | None]:
     text = st.query_params.get("slide")
     if text is None:
         return 1, None
-    if text.isdigit() and 1 <= int(text) <= n:
+    if _SLIDE.fullmatch(text) and 1 <= int(text) <= n:
         return int(text), None
     return (
         1,
@@ -113,53 +204,113 @@ def _slide_from_url(n: int) -> tuple[int, str | None]:
     )
 
 
+def _init() -> None:
+    ss = st.session_state
+    notice = None
+    try:
+        ss["wt_example"] = example_query(st.query_params)
+    except AttnvizError as e:
+        ss["wt_example"] = ""
+        notice = f"This link's example could not be read: {e}. Showing the classic example."
+    n = len(_slides(ss["wt_example"]))
+    ss["wt_slide"], slide_notice = _slide_from_url(n)
+    ss["wt_notice"] = inert(notice) if notice else slide_notice
+    live_class.init_from_link(st.query_params)
+    ss["wt_ready"] = True
+
+
+def go_to(n: int, *, delta: int = 0, to: int | None = None) -> None:
+    """The slide buttons' callback: a teacher moves the class; a student steps away from it."""
+    ss = st.session_state
+    ss["wt_notice"] = None
+    target = to if to is not None else ss["wt_slide"] + delta
+    ss["wt_slide"] = min(max(int(target), 1), n)
+    live_class.moved(ss["wt_slide"], n)
+
+
+def _nav(k: int, n: int) -> None:
+    with st.container(key="wt_nav", horizontal=True, vertical_alignment="center", gap="small"):
+        st.button(
+            "First",
+            key="wt_first",
+            on_click=go_to,
+            args=(n,),
+            kwargs={"to": 1},
+            disabled=k == 1,
+            icon=":material/first_page:",
+        )
+        st.button(
+            "Back",
+            key="wt_back",
+            on_click=go_to,
+            args=(n,),
+            kwargs={"delta": -1},
+            disabled=k == 1,
+            icon=":material/arrow_back:",
+        )
+        st.button(
+            "Next",
+            key="wt_next",
+            on_click=go_to,
+            args=(n,),
+            kwargs={"delta": 1},
+            disabled=k == n,
+            icon=":material/arrow_forward:",
+            type="primary",
+        )
+        st.button(
+            "Last",
+            key="wt_last",
+            on_click=go_to,
+            args=(n,),
+            kwargs={"to": n},
+            disabled=k == n,
+            icon=":material/last_page:",
+        )
+        st.markdown(f"**Slide {k} of {n}**")
+
+
+def _code(slide: deck.Slide, phone: bool) -> None:
+    with st.container(key="wt_code"):
+        if not slide.right_code:
+            st.code(slide.code, language="python", wrap_lines=True)
+            return
+        cols = st.columns(1 if phone else 2)
+        with cols[0]:
+            st.caption(slide.code_note)
+            st.code(slide.code, language="python", wrap_lines=True)
+        with cols[-1]:
+            st.caption(slide.right_note)
+            st.code(slide.right_code, language="python", wrap_lines=True)
+
+
 def page() -> None:
     """The Walkthrough page."""
-    deck = slides()
-    n = len(deck)
     ss = st.session_state
     if not ss.get("wt_ready"):
-        ss["wt_slide"], ss["wt_notice"] = _slide_from_url(n)
-        ss["wt_ready"] = True
+        _init()
+    query = ss["wt_example"]
+    slides = _slides(query)
+    n = len(slides)
     ss["wt_slide"] = min(max(int(ss["wt_slide"]), 1), n)
-
-    def move(delta: int) -> None:
-        ss["wt_slide"] = min(max(ss["wt_slide"] + delta, 1), n)
-
-    st.html(_LARGE_TYPE)
-    if ss.get("wt_notice"):
+    screen = live_class.screen()
+    st.html(_STYLE)
+    if ss.get("wt_notice"):  # stays until the visitor acts (a slide button)
         st.warning(ss["wt_notice"], icon="⚠️")
-        ss["wt_notice"] = None
     k = ss["wt_slide"]
-    slide = deck[k - 1]
-    nav = st.columns([1, 1, 6], vertical_alignment="center")
-    nav[0].button(
-        "Back",
-        key="wt_back",
-        on_click=move,
-        args=(-1,),
-        disabled=k == 1,
-        icon=":material/arrow_back:",
-        width="stretch",
-    )
-    nav[1].button(
-        "Next",
-        key="wt_next",
-        on_click=move,
-        args=(1,),
-        disabled=k == n,
-        icon=":material/arrow_forward:",
-        width="stretch",
-        type="primary",
-    )
-    nav[2].progress(k / n, text=f"Slide {k} of {n}")
+    ss["wt_shown"] = k
+    slide = slides[k - 1]
+    _nav(k, n)
+    live_class.panel(query, n, slides, _questions(query))  # only while in a class
     with st.container(key="wt_title"):
         st.markdown(f"## {k}. {slide.title}")
+    _code(slide, screen.phone)
     with st.container(key="wt_narration"):
-        st.code(slide.code, language="python", wrap_lines=True)
         st.markdown(slide.narration)
-    fig = _figure(k - 1)
-    st.plotly_chart(fig, key="wt_fig", config=PLOT_CONFIG, width="stretch", theme=None)
-    st.caption(figures.description(fig))
-    if st.query_params.get("slide") != str(k):
-        st.query_params["slide"] = str(k)
+    height = figure_height(screen, slide, live_class.height_above())
+    spec, text = _figure(query, k - 1, screen.style.name, height)
+    st.plotly_chart(spec, key="wt_fig", config=PLOT_CONFIG, width="stretch", theme=None, alt=text)
+    with st.expander("Text description of the figure", key="wt_description"):
+        st.text(text)
+    live_class.start_or_join(query, n)  # only while in no class
+    live_class.write_link(query, k)

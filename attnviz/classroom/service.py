@@ -1,0 +1,235 @@
+"""The live class's rules on top of a ``Store``: who may do what, how often, and for how long.
+
+Only the holder of the teacher token moves the class, opens, reveals or closes a question, or ends
+it; a student joins with the class code (rate-limited: codes are meant to be unguessable), answers
+the open question once (changeable until the reveal) and needs no personal data. A class expires
+``Limits.ttl_s`` after it starts; an ended or expired class's data is deleted.
+
+No streamlit and no per-process state: every replica behind a proxy sees the same class.
+"""
+
+from __future__ import annotations
+
+import enum
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from attnviz.classroom import secret
+from attnviz.classroom.question import Question, is_right, parse_answer
+from attnviz.classroom.store import ClassRecord, Phase, Store
+from attnviz.errors import AttnvizError
+
+MAX_EXAMPLE_CHARS = 12_000
+
+
+class Problem(enum.Enum):
+    """Why a class operation was refused."""
+
+    NO_CLASS = "no class"  # unknown code, ended or expired
+    NOT_TEACHER = "not the teacher"
+    RATE_LIMITED = "too many tries"
+    FULL = "class full"
+    NOT_OPEN = "question not open"
+    BAD_INPUT = "bad input"
+
+
+class ClassError(AttnvizError):
+    """A refused class operation; ``problem`` says which kind (compare it, never the text)."""
+
+    def __init__(self, problem: Problem, message: str) -> None:
+        super().__init__(message)
+        self.problem = problem
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Expiry, size and rate limits (per fixed window, counted in the store: they hold across
+    replicas). client: whatever identifies a browser's network origin, '' when unknown."""
+
+    ttl_s: int = 4 * 3600
+    max_members: int = 1000
+    failed_joins_per_client_per_min: int = 20
+    failed_joins_per_min: int = 300  # the whole server: bounds guessing codes
+    answers_per_student_per_min: int = 30
+    starts_per_client_per_hour: int = 20
+
+
+LIMITS = Limits()
+
+
+@dataclass(frozen=True)
+class Started:
+    """A new class: its code, the teacher token (shown once, kept in the session and the
+    teacher link) and the record."""
+
+    code: str
+    token: str
+    record: ClassRecord
+
+
+@dataclass(frozen=True)
+class Tally:
+    """The answers to one question: count per canonical answer (most common first), how many
+    answered and how many are right."""
+
+    counts: tuple[tuple[str, int], ...]
+    total: int
+    right: int
+
+
+class Classroom:
+    """The live class on a store. clock: seconds since the epoch (tests pass their own)."""
+
+    def __init__(
+        self, store: Store, limits: Limits = LIMITS, clock: Callable[[], float] = time.time
+    ) -> None:
+        self.store = store
+        self.limits = limits
+        self.clock = clock
+
+    # ---- teacher -------------------------------------------------------------------------------
+
+    def start(self, *, example: str = "", client: str = "") -> Started:
+        """Start a class on the example (a Playground link's query string, '' for the classic)."""
+        if not isinstance(example, str) or len(example) > MAX_EXAMPLE_CHARS:
+            raise ClassError(Problem.BAD_INPUT, "The example is too large for a class.")
+        now = self.clock()
+        self._limit(f"start:{client}", 3600, self.limits.starts_per_client_per_hour, now)
+        self.store.purge(now)
+        token = secret.new_token()
+        for _ in range(8):  # a clash among 1.8e12 codes is rare; never loop forever
+            record = ClassRecord(
+                code=secret.new_code(),
+                token_hash=secret.token_hash(token),
+                created=now,
+                expires=now + self.limits.ttl_s,
+                example=example,
+            )
+            if self.store.create(record):
+                return Started(record.code, token, record)
+        raise ClassError(Problem.BAD_INPUT, "Could not find a free class code; try again.")
+
+    def is_teacher(self, code: str, token: str) -> bool:
+        """Whether token is this live class's teacher token."""
+        record = self.store.load(code, self.clock())
+        try:
+            token = secret.parse_token(token)
+        except AttnvizError:
+            return False
+        return record is not None and secret.token_matches(token, record.token_hash)
+
+    def move(self, code: str, token: str, slide: int, n_slides: int) -> ClassRecord:
+        """Put the class on slide (1..n_slides); a question on screen is taken down."""
+        if type(slide) is not int or not 1 <= slide <= n_slides:
+            raise ClassError(Problem.BAD_INPUT, f"There are slides 1 to {n_slides}.")
+        return self._teacher(code, token, slide=slide, question="", phase=Phase.NONE)
+
+    def ask(self, code: str, token: str, question: Question) -> ClassRecord:
+        """Open a question: students may answer (and change their answer) until the reveal."""
+        return self._teacher(code, token, question=question.id, phase=Phase.OPEN)
+
+    def reveal(self, code: str, token: str) -> ClassRecord:
+        """Freeze the answers and show the right one."""
+        record = self.state(code)
+        if record.phase is not Phase.OPEN:
+            raise ClassError(Problem.NOT_OPEN, "No question is open.")
+        return self._teacher(code, token, phase=Phase.REVEALED)
+
+    def close_question(self, code: str, token: str) -> ClassRecord:
+        """Take the question off the screen (its answers stay until the class ends)."""
+        return self._teacher(code, token, question="", phase=Phase.NONE)
+
+    def end(self, code: str, token: str) -> None:
+        """End the class: its data is deleted."""
+        if not self.is_teacher(code, token):
+            raise ClassError(Problem.NOT_TEACHER, "Only the teacher can end the class.")
+        self.store.delete(code)
+
+    # ---- anyone --------------------------------------------------------------------------------
+
+    def state(self, code: str) -> ClassRecord:
+        """The live class, or ClassError(NO_CLASS)."""
+        record = self.store.load(code, self.clock())
+        if record is None:
+            raise ClassError(Problem.NO_CLASS, "This class has ended, or its code is unknown.")
+        return record
+
+    def join(self, code_text: object, student: str, name: object = "", client: str = "") -> str:
+        """A student joins with what they typed; returns the canonical code. Failed tries are
+        counted per client and for the whole server."""
+        now = self.clock()
+        student = secret.parse_student(student)
+        name = secret.parse_name(name)
+        self._check_failures(client, now)
+        try:
+            code = secret.parse_code(code_text)
+        except AttnvizError as e:
+            self._fail(client, now)
+            raise ClassError(Problem.BAD_INPUT, str(e)) from None
+        if self.store.load(code, now) is None:
+            self._fail(client, now)
+            raise ClassError(Problem.NO_CLASS, "No live class has this code. Check it and retry.")
+        if not self.store.join(code, student, name, now, self.limits.max_members):
+            raise ClassError(Problem.FULL, "This class is full (or has just ended).")
+        return code
+
+    def answer(self, code: str, student: str, question: Question, text: object) -> str:
+        """Record a student's answer to the open question; returns its canonical form."""
+        now = self.clock()
+        try:
+            canonical = parse_answer(question, text)
+        except AttnvizError as e:
+            raise ClassError(Problem.BAD_INPUT, str(e)) from None
+        self._limit(f"answer:{code}:{student}", 60, self.limits.answers_per_student_per_min, now)
+        if not self.store.answer(code, question.id, student, canonical, now):
+            raise ClassError(Problem.NOT_OPEN, "This question is not open for answers now.")
+        return canonical
+
+    def my_answer(self, code: str, student: str, question: Question) -> str | None:
+        """The student's canonical answer to question, or None."""
+        return self.store.answers(code, question.id).get(student)
+
+    def tally(self, code: str, question: Question) -> Tally:
+        """How the class answered question."""
+        given = self.store.answers(code, question.id)
+        counts = Counter(given.values())
+        return Tally(
+            counts=tuple(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))),
+            total=len(given),
+            right=sum(n for a, n in counts.items() if is_right(question, a)),
+        )
+
+    def members(self, code: str) -> int:
+        """How many students have joined."""
+        return len(self.store.members(code))
+
+    # ---- helpers -------------------------------------------------------------------------------
+
+    def _teacher(self, code: str, token: str, **changes) -> ClassRecord:
+        try:
+            token = secret.parse_token(token)
+        except AttnvizError:
+            raise ClassError(Problem.NOT_TEACHER, "Only the teacher can do this.") from None
+        record = self.store.update(code, secret.token_hash(token), self.clock(), **changes)
+        if record is None:
+            self.state(code)  # NO_CLASS when it is gone
+            raise ClassError(Problem.NOT_TEACHER, "Only the teacher can do this.")
+        return record
+
+    def _limit(self, key: str, window_s: int, most: int, now: float) -> None:
+        if self.store.hit(key, window_s, now) > most:
+            raise ClassError(Problem.RATE_LIMITED, "Too many tries; wait a minute and retry.")
+
+    def _check_failures(self, client: str, now: float) -> None:
+        for key, most in (
+            (f"joinfail:{client}", self.limits.failed_joins_per_client_per_min),
+            ("joinfail:*", self.limits.failed_joins_per_min),
+        ):
+            if self.store.count(key, 60, now) >= most:
+                raise ClassError(Problem.RATE_LIMITED, "Too many tries; wait a minute and retry.")
+
+    def _fail(self, client: str, now: float) -> None:
+        self.store.hit(f"joinfail:{client}", 60, now)
+        self.store.hit("joinfail:*", 60, now)

@@ -1,0 +1,146 @@
+"""The class store: one small interface, two backends (SQLite by default, Redis across machines).
+
+Everything a live class needs to outlive a process lives here: the class (its slide, its open
+question, its expiry), who joined, their answers, and the rate-limit counters. No class state is
+kept in a server process, so any replica behind a proxy can serve any student.
+
+``open_store()`` picks the backend from the environment:
+
+- ``ATTNVIZ_CLASS_STORE=redis://host:port/db``: ``RedisStore`` (the ``redis`` client package);
+- otherwise ``SQLiteStore`` on ``$ATTNVIZ_DATA_DIR/classes.sqlite3`` (default ``~/.local/share/attnviz``),
+  created on first use, in WAL mode so several processes on one machine share it.
+
+Every method is atomic on its own: two answers at once, or a teacher moving while students poll,
+lose nothing. Times are passed in (``now``, seconds since the epoch) so tests need no sleeping.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from attnviz.errors import AttnvizError
+
+
+class Phase(enum.Enum):
+    """Where the class's current question is."""
+
+    NONE = "none"  # no question on screen
+    OPEN = "open"  # students may answer, and change their answer
+    REVEALED = "revealed"  # answers are frozen; the right one and why are shown
+
+
+@dataclass(frozen=True)
+class ClassRecord:
+    """One class as stored. token_hash: SHA-256 of the teacher token (the token itself is never
+    stored). slide: 1-based. question: the id of the question on screen ("" for none).
+    version: bumped by every change the students must see, so a poll can tell cheaply.
+    example: the Playground link's query string the slides run on ("" for the classic example)."""
+
+    code: str
+    token_hash: str
+    created: float
+    expires: float
+    slide: int = 1
+    question: str = ""
+    phase: Phase = Phase.NONE
+    version: int = 0
+    example: str = ""
+
+
+class Store(Protocol):
+    """What the live class needs from a store. Each call is one atomic operation."""
+
+    def create(self, record: ClassRecord) -> bool:
+        """Store a new class; False (and nothing changed) if its code is taken."""
+        ...
+
+    def load(self, code: str, now: float) -> ClassRecord | None:
+        """The class, or None when there is none or it has expired (then it is deleted)."""
+        ...
+
+    def update(
+        self,
+        code: str,
+        token_hash: str,
+        now: float,
+        *,
+        slide: int | None = None,
+        question: str | None = None,
+        phase: Phase | None = None,
+    ) -> ClassRecord | None:
+        """Change what is given and bump the version, only if the class exists, has not expired
+        and token_hash is its teacher's. Returns the new record, or None (nothing changed)."""
+        ...
+
+    def join(self, code: str, student: str, name: str, now: float, max_members: int) -> bool:
+        """Add (or rename) a student; False when the class is gone or already has max_members."""
+        ...
+
+    def members(self, code: str) -> dict[str, str]:
+        """student id -> display name ('' for none)."""
+        ...
+
+    def answer(self, code: str, question: str, student: str, answer: str, now: float) -> bool:
+        """Record (or change) a student's answer, only while question is the class's current one,
+        its phase is OPEN and the student has joined. False (nothing changed) otherwise."""
+        ...
+
+    def answers(self, code: str, question: str) -> dict[str, str]:
+        """student id -> canonical answer, for one question."""
+        ...
+
+    def delete(self, code: str) -> bool:
+        """Remove the class, its members and all its answers; False when there was none."""
+        ...
+
+    def purge(self, now: float) -> int:
+        """Delete every expired class with its data; returns how many."""
+        ...
+
+    def hit(self, key: str, window_s: int, now: float) -> int:
+        """Count one event for key in the current window of window_s seconds; returns the count
+        so far in this window (1 for the first)."""
+        ...
+
+    def count(self, key: str, window_s: int, now: float) -> int:
+        """The count so far for key in the current window, without counting."""
+        ...
+
+    def close(self) -> None:
+        """Release connections."""
+        ...
+
+
+def default_data_dir() -> Path:
+    """$ATTNVIZ_DATA_DIR, or ~/.local/share/attnviz."""
+    env = os.environ.get("ATTNVIZ_DATA_DIR")
+    return Path(env) if env else Path.home() / ".local" / "share" / "attnviz"
+
+
+def open_store(url: str | None = None, data_dir: str | Path | None = None) -> Store:
+    """The store named by url (default: $ATTNVIZ_CLASS_STORE), else SQLite in data_dir (default:
+    ``default_data_dir()``). Raises AttnvizError for a URL it cannot use."""
+    url = os.environ.get("ATTNVIZ_CLASS_STORE", "") if url is None else url
+    if url.startswith(("redis://", "rediss://", "unix://")):
+        from attnviz.classroom.redis_store import RedisStore
+
+        return RedisStore(url)
+    if url.startswith("sqlite:///"):
+        return _sqlite(Path(url.removeprefix("sqlite:///")))
+    if url:
+        raise AttnvizError(
+            "ATTNVIZ_CLASS_STORE should be redis://host:port/db or sqlite:///path/file.sqlite3, "
+            f"got {url[:40]!r}"
+        )
+    folder = Path(data_dir) if data_dir is not None else default_data_dir()
+    return _sqlite(folder / "classes.sqlite3")
+
+
+def _sqlite(path: Path) -> Store:
+    from attnviz.classroom.sqlite_store import SQLiteStore
+
+    return SQLiteStore(path)

@@ -1,0 +1,454 @@
+"""The class store and its rules, run for real against BOTH backends: SQLite (a file in tmp_path) and
+Redis (a ``redis-server`` this module starts on a free loopback port; `.ci/run` installs it, so in
+CI these tests run and never skip). Races are run with threads and with two store objects on the
+same backend (two replicas)."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from attnviz import examples
+from attnviz.classroom import (
+    ClassError,
+    ClassRecord,
+    Classroom,
+    Limits,
+    Phase,
+    Problem,
+    questions,
+)
+from attnviz.classroom import secret as sec
+from attnviz.classroom.redis_store import RedisStore
+from attnviz.classroom.sqlite_store import SQLiteStore
+from attnviz.classroom.store import open_store
+
+REDIS = shutil.which("redis-server") or "/usr/bin/redis-server"
+N_SLIDES = 12
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class RedisServer:
+    """A redis-server on a free loopback port; with persistence (append-only file) in folder."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.port = _free_port()
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        cmd = [REDIS, "--port", str(self.port), "--bind", "127.0.0.1", "--save", ""]
+        cmd += ["--appendonly", "yes", "--appendfsync", "always", "--dir", str(self.folder)]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as s:
+                    s.sendall(b"PING\r\n")
+                    if s.recv(16).startswith(b"+PONG"):
+                        return
+            except OSError:
+                pass
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"redis-server did not start on port {self.port}")
+            time.sleep(0.1)
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.terminate()
+            self.proc.wait(timeout=20)
+            self.proc = None
+
+
+@pytest.fixture(scope="module")
+def redis_server(tmp_path_factory):
+    if not Path(REDIS).exists():  # a failure, not a skip: CI installs redis-server
+        pytest.fail(f"redis-server is missing at {REDIS} (apt-get install -y redis-server)")
+    server = RedisServer(tmp_path_factory.mktemp("redis"))
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(params=["sqlite", "redis"])
+def backend(request, tmp_path):
+    """(kind, make): make() opens one more store object on the same data (another replica)."""
+    made = []
+    if request.param == "sqlite":
+        path = tmp_path / "data" / "classes.sqlite3"
+
+        def make():
+            made.append(SQLiteStore(path))
+            return made[-1]
+    else:
+        server = request.getfixturevalue("redis_server")
+        RedisStore(server.url)._r.flushdb()
+
+        def make():
+            made.append(RedisStore(server.url))
+            return made[-1]
+
+    yield request.param, make
+    for store in made:
+        store.close()
+
+
+@pytest.fixture
+def store(backend):
+    return backend[1]()
+
+
+def _record(code: str = "ACDEFGHJK", **kw) -> ClassRecord:
+    now = time.time()
+    base = {"token_hash": sec.token_hash("t" * 32), "created": now, "expires": now + 3600}
+    return ClassRecord(code=code, **{**base, **kw})
+
+
+def _room(store, **limits) -> Classroom:
+    return Classroom(store, Limits(**limits))
+
+
+def _question(qid: str):
+    x, w = examples.classic()
+    return next(q for q in questions(x, w) if q.id == qid)
+
+
+# ---- the store -----------------------------------------------------------------------------------
+
+
+def test_create_then_load_gives_the_record(store):
+    record = _record(example="p=classic&s=2x3x5")
+    assert store.create(record)
+    assert store.load(record.code, time.time()) == record
+
+
+def test_create_refuses_a_taken_code(store):
+    assert store.create(_record())
+    assert not store.create(_record(slide=5))
+    assert store.load("ACDEFGHJK", time.time()).slide == 1
+
+
+def test_load_of_an_unknown_code_is_none(store):
+    assert store.load("ACDEFGHJK", time.time()) is None
+
+
+def test_an_expired_class_is_gone_with_its_data(store):
+    record = _record()
+    store.create(record)
+    store.join(record.code, "s" * 16, "", time.time(), 10)
+    assert store.load(record.code, record.expires + 1) is None
+    assert store.members(record.code) == {}
+    assert store.load(record.code, time.time()) is None  # deleted, not only hidden
+
+
+def test_purge_deletes_expired_classes_and_keeps_live_ones(store):
+    now = time.time()
+    store.create(_record("ACDEFGHJK", expires=now + 10))
+    store.create(_record("ACDEFGHJM", expires=now + 7200))
+    store.join("ACDEFGHJK", "s" * 16, "", now, 10)
+    assert store.purge(now + 60) == 1
+    assert store.members("ACDEFGHJK") == {}
+    assert store.load("ACDEFGHJM", now + 60) is not None
+
+
+def test_update_needs_the_teacher_token_hash(store):
+    record = _record()
+    store.create(record)
+    assert store.update(record.code, sec.token_hash("x" * 32), time.time(), slide=7) is None
+    assert store.load(record.code, time.time()).slide == 1
+
+
+def test_update_changes_only_what_is_given_and_bumps_the_version(store):
+    record = _record()
+    store.create(record)
+    now = time.time()
+    after = store.update(record.code, record.token_hash, now, question="trap", phase=Phase.OPEN)
+    assert (after.slide, after.question, after.phase, after.version) == (1, "trap", Phase.OPEN, 1)
+    after = store.update(record.code, record.token_hash, now, slide=3)
+    assert (after.slide, after.question, after.version) == (3, "trap", 2)
+
+
+def test_join_stops_at_the_most_members_but_lets_a_member_rename(store):
+    record = _record()
+    store.create(record)
+    now = time.time()
+    assert store.join(record.code, "a" * 16, "Ann", now, 2)
+    assert store.join(record.code, "b" * 16, "", now, 2)
+    assert not store.join(record.code, "c" * 16, "", now, 2)
+    assert store.join(record.code, "a" * 16, "Anna", now, 2)
+    assert store.members(record.code) == {"a" * 16: "Anna", "b" * 16: ""}
+
+
+def test_answers_count_only_while_the_question_is_open_and_from_members(store):
+    record = _record()
+    store.create(record)
+    now, student = time.time(), "a" * 16
+    store.join(record.code, student, "", now, 10)
+    assert not store.answer(record.code, "trap", student, "2", now)  # nothing open yet
+    store.update(record.code, record.token_hash, now, question="trap", phase=Phase.OPEN)
+    assert not store.answer(record.code, "sum_axis", student, "1", now)  # another question
+    assert not store.answer(record.code, "trap", "z" * 16, "2", now)  # not a member
+    assert store.answer(record.code, "trap", student, "0", now)
+    assert store.answer(record.code, "trap", student, "2", now)  # changed before the reveal
+    store.update(record.code, record.token_hash, now, phase=Phase.REVEALED)
+    assert not store.answer(record.code, "trap", student, "1", now)  # frozen after it
+    assert store.answers(record.code, "trap") == {student: "2"}
+
+
+def test_delete_removes_the_class_its_members_and_answers(store):
+    record = _record()
+    store.create(record)
+    now = time.time()
+    store.join(record.code, "a" * 16, "", now, 10)
+    store.update(record.code, record.token_hash, now, question="trap", phase=Phase.OPEN)
+    store.answer(record.code, "trap", "a" * 16, "2", now)
+    assert store.delete(record.code)
+    assert store.load(record.code, now) is None
+    assert store.members(record.code) == {} and store.answers(record.code, "trap") == {}
+    assert not store.delete(record.code)
+
+
+def test_hit_counts_per_window(store):
+    now = float(int(time.time()) // 60 * 60 + 5)
+    assert [store.hit("k", 60, now) for _ in range(3)] == [1, 2, 3]
+    assert store.count("k", 60, now) == 3
+    assert store.hit("k", 60, now + 60) == 1
+    assert store.count("other", 60, now) == 0
+
+
+def test_two_answers_at_once_from_two_replicas_both_count(backend):
+    _, make = backend
+    stores = [make(), make()]
+    record = _record()
+    stores[0].create(record)
+    now = time.time()
+    students = [f"{i:016d}" for i in range(40)]
+    for s in students:
+        stores[0].join(record.code, s, "", now, 100)
+    stores[0].update(record.code, record.token_hash, now, question="trap", phase=Phase.OPEN)
+    barrier = threading.Barrier(len(students))
+
+    def answer(i: int) -> None:
+        barrier.wait()
+        assert stores[i % 2].answer(record.code, "trap", students[i], str(i % 4), now)
+
+    threads = [threading.Thread(target=answer, args=(i,)) for i in range(len(students))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    got = stores[1].answers(record.code, "trap")
+    assert got == {s: str(i % 4) for i, s in enumerate(students)}
+
+
+def test_teacher_moving_while_students_poll_loses_no_move(backend):
+    _, make = backend
+    teacher, poller = make(), make()
+    record = _record()
+    teacher.create(record)
+    seen: list[tuple[int, int]] = []
+    done = threading.Event()
+
+    def poll() -> None:
+        while not done.is_set():
+            r = poller.load(record.code, time.time())
+            seen.append((r.version, r.slide))
+
+    threads = [threading.Thread(target=poll) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for slide in range(1, 41):
+        assert teacher.update(record.code, record.token_hash, time.time(), slide=slide % 12 + 1)
+    done.set()
+    for t in threads:
+        t.join()
+    final = poller.load(record.code, time.time())
+    assert (final.version, final.slide) == (40, 40 % 12 + 1)
+    assert all(slide == v % 12 + 1 for v, slide in seen if v)  # every read is one whole move
+
+
+def test_a_restart_keeps_the_class_its_slide_and_its_answers(backend, request):
+    kind, make = backend
+    store = make()
+    room = Classroom(store)
+    started = room.start()
+    room.move(started.code, started.token, 10, N_SLIDES)
+    room.join(started.code, "a" * 16)
+    room.ask(started.code, started.token, _question("trap"))
+    room.answer(started.code, "a" * 16, _question("trap"), "2")
+    store.close()
+    if kind == "redis":
+        server = request.getfixturevalue("redis_server")
+        server.stop()
+        server.start()
+    after = Classroom(make())
+    record = after.state(started.code)
+    assert (record.slide, record.question, record.phase) == (10, "trap", Phase.OPEN)
+    assert after.tally(started.code, _question("trap")).counts == (("2", 1),)
+    assert after.is_teacher(started.code, started.token)
+
+
+# ---- the rules (Classroom) on each store -----------------------------------------------------------
+
+
+def test_only_the_teacher_token_moves_the_class(store):
+    room = _room(store)
+    started = room.start()
+    for forged in ("", "x" * 32, started.token[:-1] + "A", sec.new_token()):
+        if forged == started.token:
+            continue
+        with pytest.raises(ClassError) as e:
+            room.move(started.code, forged, 5, N_SLIDES)
+        assert e.value.problem is Problem.NOT_TEACHER
+    assert room.state(started.code).slide == 1
+    assert room.move(started.code, started.token, 5, N_SLIDES).slide == 5
+
+
+@pytest.mark.parametrize("slide", [0, 13, -1, "4", 4.0, True])
+def test_a_slide_outside_the_deck_is_refused(store, slide):
+    room = _room(store)
+    started = room.start()
+    with pytest.raises(ClassError) as e:
+        room.move(started.code, started.token, slide, N_SLIDES)
+    assert e.value.problem is Problem.BAD_INPUT
+
+
+def test_only_the_teacher_opens_reveals_closes_and_ends(store):
+    room = _room(store)
+    started = room.start()
+    q, forged = _question("sum_axis"), sec.new_token()
+    for act in (
+        lambda t: room.ask(started.code, t, q),
+        lambda t: room.close_question(started.code, t),
+        lambda t: room.end(started.code, t),
+    ):
+        with pytest.raises(ClassError) as e:
+            act(forged)
+        assert e.value.problem is Problem.NOT_TEACHER
+    room.ask(started.code, started.token, q)
+    with pytest.raises(ClassError):
+        room.reveal(started.code, forged)
+    assert room.state(started.code).phase is Phase.OPEN
+
+
+def test_a_student_answers_once_changeable_until_the_reveal(store):
+    room = _room(store)
+    started = room.start()
+    q = _question("unsqueeze_shape")
+    code = room.join(sec.format_code(started.code).lower(), "a" * 16, "  Ann  ")
+    room.ask(code, started.token, q)
+    assert room.answer(code, "a" * 16, q, "[2,3]") == "(2, 3)"
+    assert room.answer(code, "a" * 16, q, " (2, 3, 1) ") == "(2, 3, 1)"
+    room.reveal(code, started.token)
+    with pytest.raises(ClassError) as e:
+        room.answer(code, "a" * 16, q, "(2, 3, 1)")
+    assert e.value.problem is Problem.NOT_OPEN
+    tally = room.tally(code, q)
+    assert (tally.total, tally.right, tally.counts) == (1, 1, (("(2, 3, 1)", 1),))
+    assert store.members(code) == {"a" * 16: "Ann"}
+
+
+def test_ending_a_class_deletes_its_data(store):
+    room = _room(store)
+    started = room.start()
+    room.join(started.code, "a" * 16)
+    room.end(started.code, started.token)
+    with pytest.raises(ClassError) as e:
+        room.state(started.code)
+    assert e.value.problem is Problem.NO_CLASS
+    assert store.members(started.code) == {}
+
+
+def test_a_class_expires_after_its_time(store):
+    clock = [time.time()]
+    room = Classroom(store, Limits(ttl_s=3600), clock=lambda: clock[0])
+    started = room.start()
+    clock[0] += 3601
+    with pytest.raises(ClassError) as e:
+        room.state(started.code)
+    assert e.value.problem is Problem.NO_CLASS
+
+
+def test_failed_joins_are_rate_limited_per_client(store):
+    room = _room(store, failed_joins_per_client_per_min=3)
+    started = room.start()
+    for _ in range(3):
+        with pytest.raises(ClassError) as e:
+            room.join("ACD-EFG-HJM" if started.code != "ACDEFGHJM" else "ACD-EFG-HJK", "a" * 16)
+        assert e.value.problem is Problem.NO_CLASS
+    with pytest.raises(ClassError) as e:  # even the right code, until the window passes
+        room.join(started.code, "a" * 16, client="")
+    assert e.value.problem is Problem.RATE_LIMITED
+    assert room.join(started.code, "a" * 16, client="another") == started.code
+
+
+def test_failed_joins_are_rate_limited_for_the_whole_server(store):
+    room = _room(store, failed_joins_per_min=4)
+    for i in range(4):
+        with pytest.raises(ClassError):
+            room.join("bad code", "a" * 16, client=f"c{i}")
+    with pytest.raises(ClassError) as e:
+        room.join("ACD-EFG-HJK", "a" * 16, client="fresh")
+    assert e.value.problem is Problem.RATE_LIMITED
+
+
+def test_answers_are_rate_limited_per_student(store):
+    room = _room(store, answers_per_student_per_min=5)
+    started = room.start()
+    q = _question("sum_axis")
+    room.join(started.code, "a" * 16)
+    room.ask(started.code, started.token, q)
+    for i in range(5):
+        room.answer(started.code, "a" * 16, q, str(i % 3))
+    with pytest.raises(ClassError) as e:
+        room.answer(started.code, "a" * 16, q, "1")
+    assert e.value.problem is Problem.RATE_LIMITED
+
+
+def test_the_rate_limit_holds_across_replicas(backend):
+    _, make = backend
+    one, two = _room(make(), failed_joins_per_client_per_min=2), _room(make())
+    for room in (one, two):
+        with pytest.raises(ClassError):
+            room.join("ACD-EFG-HJK", "a" * 16, client="x")
+    with pytest.raises(ClassError) as e:
+        one.join("ACD-EFG-HJK", "a" * 16, client="x")
+    assert e.value.problem is Problem.RATE_LIMITED
+
+
+def test_open_store_picks_sqlite_under_the_data_dir(tmp_path, monkeypatch):
+    monkeypatch.delenv("ATTNVIZ_CLASS_STORE", raising=False)
+    monkeypatch.setenv("ATTNVIZ_DATA_DIR", str(tmp_path / "new" / "dir"))
+    store = open_store()
+    try:
+        assert isinstance(store, SQLiteStore)
+        assert (tmp_path / "new" / "dir" / "classes.sqlite3").exists()
+        mode = store._db().execute("PRAGMA journal_mode").fetchone()[0]
+        assert mode.lower() == "wal"
+    finally:
+        store.close()
+
+
+def test_open_store_picks_redis_from_the_environment(redis_server, monkeypatch):
+    monkeypatch.setenv("ATTNVIZ_CLASS_STORE", redis_server.url)
+    store = open_store()
+    try:
+        assert isinstance(store, RedisStore) and store.load("ACDEFGHJK", time.time()) is None
+    finally:
+        store.close()

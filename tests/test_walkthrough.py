@@ -1,0 +1,337 @@
+"""The Walkthrough and the live class through streamlit.testing.v1.AppTest.
+
+Each test gets its own class store (ATTNVIZ_DATA_DIR in tmp_path). Several sessions of one class
+are several AppTests on the same store: a teacher and students, as on a real server. The fragment
+that polls the store runs as part of every AppTest run.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+from streamlit.util import calc_hash
+
+from attnviz.classroom import Phase, format_code, open_store
+from attnviz.classroom.service import Classroom
+from attnviz.ui import link
+
+APP = str(Path(__file__).resolve().parents[1] / "app.py")
+TIMEOUT = 90
+
+
+@pytest.fixture(autouse=True)
+def _store(tmp_path, monkeypatch):
+    monkeypatch.delenv("ATTNVIZ_CLASS_STORE", raising=False)
+    monkeypatch.setenv("ATTNVIZ_DATA_DIR", str(tmp_path / "data"))
+
+
+def _room() -> Classroom:
+    return Classroom(open_store())
+
+
+def _app(params: dict[str, str] | None = None) -> AppTest:
+    """The app as a browser opening /walkthrough?<params> would."""
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    for k, v in (params or {}).items():
+        at.query_params[k] = v
+    at._page_hash = calc_hash("walkthrough")
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def _texts(at: AppTest) -> str:
+    parts = [e.value for e in (*at.error, *at.warning, *at.info, *at.success)]
+    parts += [m.value for m in (*at.markdown, *at.caption, *at.code)]
+    return "\n".join(str(p) for p in parts)
+
+
+def _slide(at: AppTest) -> int:
+    return int(re.search(r"Slide (\d+) of", _texts(at))[1])
+
+
+def _n_slides(at: AppTest) -> int:
+    return int(re.search(r"Slide \d+ of (\d+)", _texts(at))[1])
+
+
+def _click(at: AppTest, key: str) -> AppTest:
+    at.button(key=key).click().run()
+    assert not at.exception, at.exception
+    return at
+
+
+def _teacher() -> tuple[AppTest, str]:
+    at = _app()
+    _click(at, "wt_start")
+    return at, at.session_state["wt_code"]
+
+
+def _student(code: str) -> AppTest:
+    return _app({"class": format_code(code)})
+
+
+# ---- slides (moved from tests/test_app.py) -------------------------------------------------------
+
+
+def test_walkthrough_opens_on_slide_one_with_a_figure():
+    at = _app()
+    assert "Slide 1 of" in _texts(at)
+    assert at.get("plotly_chart")
+
+
+def test_walkthrough_slide_from_the_url():
+    at = _app({"slide": "4"})
+    assert "Slide 4 of" in _texts(at)
+
+
+@pytest.mark.parametrize("slide", ["0", "99", "abc", "4.5", "-1", "", "²", "٣", "4" * 5000])
+def test_walkthrough_bad_slide_in_the_url_starts_at_one(slide):
+    at = _app({"slide": slide})
+    assert "Starting at slide 1" in " ".join(w.value for w in at.warning)
+    assert "Slide 1 of" in _texts(at)
+
+
+def test_walkthrough_next_and_back_update_the_url():
+    at = _app()
+    _click(at, "wt_next")
+    _click(at, "wt_next")
+    assert at.query_params["slide"] == "3" and "Slide 3 of" in _texts(at)
+    _click(at, "wt_back")
+    assert at.query_params["slide"] == "2"
+
+
+def test_walkthrough_every_slide_renders():
+    at = _app()
+    n = _n_slides(at)
+    for _ in range(n - 1):
+        _click(at, "wt_next")
+        assert not at.error
+    assert at.button(key="wt_next").disabled
+
+
+def test_first_and_last_jump_to_the_ends():
+    at = _app({"slide": "5"})
+    _click(at, "wt_last")
+    assert _slide(at) == _n_slides(at)
+    _click(at, "wt_first")
+    assert _slide(at) == 1
+
+
+def test_the_trap_slide_shows_the_wrong_and_the_right_code():
+    at = _app()
+    _click(at, "wt_last")
+    while "silent trap" not in _texts(at):
+        _click(at, "wt_back")
+    codes = [c.value for c in at.code]
+    assert "(net_output * att_scores[:, None]).sum(axis=1)" in codes
+    assert "(net_output * att_scores[..., None]).sum(axis=1)" in codes
+    assert "cut (or cycled)" not in _texts(at) and "mod H" not in _texts(at)
+    assert "keep only the first 3 of its 5 hidden features" in _texts(at)
+
+
+def test_strides_are_defined_on_the_first_slide():
+    at = _app()
+    assert "**Strides** say how many numbers to skip in memory" in _texts(at)
+
+
+def test_the_description_is_folded_not_repeated_on_screen():
+    at = _app()
+    assert at.expander and any("Text description" in e.label for e in at.expander)
+    assert not any("Heatmap of shape" in c.value for c in at.caption)
+
+
+def test_slides_run_on_the_example_a_playground_link_carries():
+    params = link.encode(link.Link(preset="random", shape=(3, 4, 2), seed=7))
+    at = _app({**params, "tab": "steps", "step": "2"})
+    assert not at.warning
+    assert "net_output (3, 4, 2)" in _texts(at)
+
+
+def test_a_tampered_example_in_the_link_falls_back_to_the_classic():
+    at = _app({"p": "classic", "s": "2x3x5", "x": "1_2"})
+    assert "could not be read" in " ".join(w.value for w in at.warning)
+    assert "net_output (2, 3, 5)" in _texts(at)
+
+
+# ---- the live class --------------------------------------------------------------------------------
+
+
+def test_a_teacher_starts_a_class_with_a_code_link_and_qr():
+    at, code = _teacher()
+    assert at.get("imgs") or at.get("image")
+    assert any(f"?class={code}" in c.value for c in at.code)
+    assert at.query_params["class"] == code and at.query_params["host"] == "1"
+    assert "teacher" not in at.query_params  # the token never reaches the address bar
+
+
+def test_a_student_follows_the_teacher():
+    teacher, code = _teacher()
+    student = _student(code)
+    assert _slide(student) == 1
+    _click(teacher, "wt_next")
+    _click(teacher, "wt_next")
+    assert _room().state(code).slide == 3
+    student.run()  # the next poll
+    student.run()  # the rerun it asked for
+    assert _slide(student) == 3
+
+
+def test_a_student_steps_back_and_rejoins():
+    teacher, code = _teacher()
+    _click(teacher, "wt_last")
+    student = _student(code)
+    assert _slide(student) == _n_slides(student)
+    _click(student, "wt_back")
+    student.run()
+    assert _slide(student) == _n_slides(student) - 1  # stays where they went
+    assert _room().state(code).slide == _n_slides(student)  # the class did not move
+    _click(student, "wt_rejoin")
+    assert _slide(student) == _n_slides(student)
+
+
+def test_a_student_cannot_move_the_class():
+    teacher, code = _teacher()
+    student = _student(code)
+    for key in ("wt_next", "wt_last"):
+        _click(student, key)
+    assert _room().state(code).slide == 1
+    student.session_state["wt_token"] = "forged" * 5 + "ab"  # a forged token in the session
+    _click(student, "wt_back")
+    assert _room().state(code).slide == 1
+
+
+def _host_tab(code: str, screen: dict) -> AppTest:
+    """The teacher's own tab (?class=CODE&host=1) whose browser reports screen."""
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.query_params["class"], at.query_params["host"] = code, "1"
+    at._page_hash = calc_hash("walkthrough")
+    at.session_state["wt_screen"] = screen
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_the_token_the_teachers_browser_kept_gives_the_class_back():
+    teacher, code = _teacher()
+    token = teacher.session_state["wt_token"]
+    at = _host_tab(code, {"w": 1920, "h": 1080, "token": token})
+    assert at.session_state["wt_token"] == token
+    _click(at, "wt_next")
+    assert _room().state(code).slide == 2
+
+
+def test_a_forged_token_from_the_browser_does_not_make_a_teacher():
+    _, code = _teacher()
+    at = _host_tab(code, {"w": 1920, "h": 1080, "token": "A" * 32})  # a forged value
+    assert not at.session_state["wt_token"]
+    assert "wt_reveal" not in [b.key for b in at.button]
+    at.session_state["wt_screen"] = {"w": "1920", "h": 10**9, "token": "<script>"}  # malformed
+    at.run()
+    assert not at.exception and not at.session_state["wt_token"]
+
+
+def test_a_forged_teacher_link_is_refused():
+    _, code = _teacher()
+    at = _app({"class": code, "teacher": "A" * 32})
+    assert "not valid" in " ".join(w.value for w in at.warning)
+    assert not at.session_state["wt_token"]
+
+
+def test_the_private_teacher_link_gives_the_class_back():
+    teacher, code = _teacher()
+    token = teacher.session_state["wt_token"]
+    again = _app({"class": code, "teacher": token})
+    assert again.session_state["wt_token"] == token
+    _click(again, "wt_next")
+    assert _room().state(code).slide == 2
+
+
+@pytest.mark.parametrize("text", ["", "nope", "ACD-EFG-HJ0", "<b>x</b>"])
+def test_joining_with_a_wrong_code_says_so(text):
+    at = _app()
+    at.text_input(key="wt_join_code").input(text)
+    at.button(key="FormSubmitter:wt_join_form-Join the class").click().run()
+    assert "code" in " ".join(e.value for e in at.error)
+    assert not at.session_state["wt_code"]
+
+
+def test_joining_with_the_code_and_a_name():
+    teacher, code = _teacher()
+    token = teacher.session_state["wt_token"]
+    at = _app()
+    at.text_input(key="wt_join_code").input(format_code(code).lower())
+    at.text_input(key="wt_join_name").input("**Bold** [x](https://e.example)")
+    at.button(key="FormSubmitter:wt_join_form-Join the class").click().run()
+    assert at.session_state["wt_code"] == code
+    names = list(open_store().members(code).values())
+    assert names == ["**Bold** [x](https://e.example)"]  # stored as typed
+    teacher = _app({"class": code, "teacher": token})
+    assert "**Bold** [x](https://e.example)" in [t.value for t in teacher.text]  # plain text
+
+
+def _open_question(teacher: AppTest, slide_key: str) -> None:
+    while f"wt_ask_{slide_key}" not in [b.key for b in teacher.button]:
+        _click(teacher, "wt_next")
+    _click(teacher, f"wt_ask_{slide_key}")
+
+
+def _answer(student: AppTest, qid: str, value: str) -> None:
+    student.run()
+    widget = student.radio(key=f"wt_pick_{qid}") if qid != "unsqueeze_shape" else None
+    if widget is not None:
+        widget.set_value(value)
+    else:
+        student.text_input(key=f"wt_pick_{qid}").input(value)
+    student.button(key=f"FormSubmitter:wt_answer_{qid}-Send my answer").click().run()
+    assert not student.exception
+
+
+def test_answers_are_counted_and_the_reveal_says_who_was_right():
+    teacher, code = _teacher()
+    one, two = _student(code), _student(code)
+    _open_question(teacher, "sum_axis")
+    _answer(one, "sum_axis", "1")
+    _answer(two, "sum_axis", "0")
+    teacher.run()
+    bars = " ".join(h.proto.body for h in teacher.get("html"))
+    assert "2 answered" in bars
+    _click(teacher, "wt_reveal")
+    one.run()
+    two.run()
+    assert "Right" in " ".join(s.value for s in one.success)
+    assert "Not this time" in " ".join(e.value for e in two.error)
+    assert _room().state(code).phase is Phase.REVEALED
+
+
+def test_a_typed_shape_is_parsed_as_a_tuple():
+    teacher, code = _teacher()
+    student = _student(code)
+    _open_question(teacher, "unsqueeze_shape")
+    _answer(student, "unsqueeze_shape", "2x3x1")
+    assert "tuple" in " ".join(e.value for e in student.error)
+    _answer(student, "unsqueeze_shape", "[2, 3, 1]")
+    assert "Your answer: (2, 3, 1)" in _texts(student)
+
+
+def test_ending_the_class_sends_students_back_to_the_slides():
+    teacher, code = _teacher()
+    student = _student(code)
+    _click(teacher, "wt_end")
+    student.run()
+    assert "ended" in " ".join(w.value for w in student.warning)
+    assert not student.session_state["wt_code"]
+    assert open_store().load(code, 0) is None
+
+
+def test_a_students_link_keeps_their_answers_across_a_reconnect():
+    teacher, code = _teacher()
+    student = _student(code)
+    _open_question(teacher, "sum_axis")
+    _answer(student, "sum_axis", "1")
+    address = {k: student.query_params[k] for k in student.query_params}
+    again = _app(address)  # a new session on the same link, as after a server restart
+    assert again.session_state["wt_me"] == student.session_state["wt_me"]
+    assert "Your answer: axis 1" in _texts(again)
