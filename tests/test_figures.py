@@ -403,7 +403,7 @@ def test_empty_tensor_is_refused():
 
 
 @pytest.mark.slow
-@settings(max_examples=12)
+@settings(max_examples=6)  # each builds every figure in three styles (~3 s)
 @given(b=st.integers(1, 4), t=st.integers(1, 6), h=st.integers(1, 8), seed=st.integers(0, 99))
 def test_every_figure_builds_for_any_small_shape(b, t, h, seed):
     x, w = random_inputs(b, t, h, seed=seed)
@@ -479,3 +479,16 @@ def test_a_style_does_not_leak_into_the_next_figure():
 def test_the_colour_bar_ticks_are_its_range_and_zero():
     fig = tensor_figure(torch.tensor([[-2.0, 1.0]]), title="x", zrange=(-3, 3))
     assert list(fig.data[0].colorbar.tickvals) == [-3.0, 0.0, 3.0]
+
+
+@pytest.mark.parametrize("shape", [(3, 4), (2, 3, 4)])
+def test_numbered_axis_names_are_not_pluralised(shape):
+    names = tuple(f"axis {i}" for i in range(len(shape)))
+    fig = tensor_figure(torch.rand(shape), title="x", axis_names=names)
+    text = description(fig)
+    assert "axis 1 (" in text and "axis 1s" not in text and "axis 0s" not in text
+
+
+def test_named_axes_are_still_pluralised():
+    text = description(tensor_figure(torch.rand(2, 3, 4), title="x"))
+    assert "words (3)" in text and "hidden features (4)" in text

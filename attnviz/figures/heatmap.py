@@ -520,8 +520,13 @@ def tensor_figure(
 
 
 def _plural(name: str) -> str:
-    """sentence -> sentences, word -> words, hidden -> hidden features."""
-    return {"hidden": "hidden features"}.get(name, name if name.endswith("s") else name + "s")
+    """sentence -> sentences, word -> words, hidden -> hidden features; a numbered name such as
+    "axis 0" stays as it is (never "axis 0s")."""
+    if name == "hidden":
+        return "hidden features"
+    if name.endswith("s") or any(c.isdigit() for c in name):
+        return name
+    return name + "s"
 
 
 def _highlight_mask(shape: tuple[int, ...], cells: Sequence[Sequence[int]]) -> np.ndarray:
