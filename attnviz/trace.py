@@ -755,11 +755,19 @@ _FORMS = (
     ),
 )
 
-#: How the T == H variant is built from inputs with T != H (see ``square_variant``).
-VARIANT_NOTE = (
-    "T == H variant: the same att_scores, and net_output cut (or cycled) along the hidden axis to "
-    "H = T features: hidden feature k is the current feature k mod H."
-)
+
+def variant_words(shape: tuple[int, int, int]) -> str:
+    """How the T == H variant of inputs with T != H is made (see ``square_variant``), in plain
+    words: shape is the original (B, T, H)."""
+    b, t, h = shape
+    if h > t:
+        how = f"keeps only the first {t} of its {h} hidden features"
+    else:
+        how = f"reuses its {h} hidden features, from the first one again, until there are {t}"
+    return (
+        f"This trap needs T == H, and this example has T = {t} words but H = {h} hidden features, "
+        f"so the form ran on a copy of net_output that {how}: {(b, t, t)}; att_scores stays as it is."
+    )
 
 
 def square_variant(net_output: Tensor, att_scores: Tensor) -> tuple[Tensor, Tensor]:
@@ -774,7 +782,10 @@ def square_variant(net_output: Tensor, att_scores: Tensor) -> tuple[Tensor, Tens
     return net_output[..., idx], att_scores  # (B,T,T), (B,T)
 
 
-def _run(form: _Form, x: Tensor, w: Tensor, *, variant: bool) -> Mistake:
+def _run(form: _Form, x: Tensor, w: Tensor, *, variant_of: tuple[int, int, int] | None) -> Mistake:
+    """Run one form on x (B, T, H), w (B, T); variant_of: the original shape when x is the T == H
+    variant of it."""
+    variant = variant_of is not None
     b, t, h = (int(s) for s in x.shape)
     expected = form.expected(x, w)  # (B,H)
     try:
@@ -805,7 +816,7 @@ def _run(form: _Form, x: Tensor, w: Tensor, *, variant: bool) -> Mistake:
         input_shape=(b, t, h),
         axis_names=form.axis_names,
         variant=variant,
-        variant_note=VARIANT_NOTE if variant else None,
+        variant_note=variant_words(variant_of) if variant_of is not None else None,
     )
 
 
@@ -823,10 +834,10 @@ def mistakes(net_output: Tensor, att_scores: Tensor) -> list[Mistake]:
     square = square_variant(x, w) if t != h else None
     out: list[Mistake] = []
     for form in _FORMS:
-        own = _run(form, x, w, variant=False)
+        own = _run(form, x, w, variant_of=None)
         out.append(own)
         if square is not None and form.key != "right" and not own.silent:
-            v = _run(form, *square, variant=True)
+            v = _run(form, *square, variant_of=tuple(x.shape))
             if v.silent:
                 out.append(v)
     return out

@@ -285,7 +285,7 @@ def test_variant_mistake_figure_says_how_it_was_built():
     m = next(m for m in trace.mistakes(*examples.classic()) if m.variant)
     fig = mistake_figure(m)
     assert "T == H variant" in fig.layout.title.subtitle.text
-    assert "feature k mod H" in description(fig)
+    assert "keeps only the first 3 of its 5 hidden features" in description(fig)
 
 
 def test_keepdim_mistake_is_drawn_flat_with_a_note():

@@ -488,3 +488,16 @@ def test_empty_axis_is_refused_with_shapes(shape, fn):
     with pytest.raises(AttnvizError) as info:
         fn(torch.rand(shape), torch.rand(shape[:2]))
     assert str(shape) in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("shape", "words"),
+    [
+        ((2, 3, 5), "keeps only the first 3 of its 5 hidden features: (2, 3, 3)"),
+        ((2, 4, 3), "reuses its 3 hidden features, from the first one again, until there are 4"),
+    ],
+)
+def test_the_variant_note_says_in_plain_words_how_it_was_made(shape, words):
+    variant = by_key(mistakes(*random_inputs(*shape, seed=1)), "middle_axis", variant=True)
+    assert words in variant.variant_note
+    assert "mod" not in variant.variant_note and "cycled" not in variant.variant_note

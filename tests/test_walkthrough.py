@@ -129,7 +129,7 @@ def test_the_trap_slide_shows_the_wrong_and_the_right_code():
     assert "(net_output * att_scores[:, None]).sum(axis=1)" in codes
     assert "(net_output * att_scores[..., None]).sum(axis=1)" in codes
     assert "cut (or cycled)" not in _texts(at) and "mod H" not in _texts(at)
-    assert "keep only the first 3 of its 5 hidden features" in _texts(at)
+    assert "keeps only the first 3 of its 5 hidden features" in _texts(at)
 
 
 def test_strides_are_defined_on_the_first_slide():

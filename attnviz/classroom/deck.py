@@ -70,18 +70,9 @@ def strides_sentence(step: trace.Step) -> str:
 
 def trap_words(mistake: trace.Mistake, shape: tuple[int, int, int]) -> str:
     """How the T == H example of the trap slide was made, in plain words."""
-    _, t, h = shape
     if not mistake.variant:
-        return f"Here T == H = {t} already."
-    if h > t:
-        how = f"we keep only the first {t} of its {h} hidden features"
-    else:
-        how = f"we reuse its {h} hidden features from the first one again until there are {t}"
-    return (
-        f"This trap needs T == H, and this example has T = {t} words but H = {h} hidden features. "
-        f"So we make a copy of net_output where {how}: it is {mistake.input_shape}, and "
-        "att_scores stays as it is."
-    )
+        return f"Here T == H = {shape[1]} already."
+    return trace.variant_words(shape)
 
 
 def story(net_output: Tensor, att_scores: Tensor) -> Story:

@@ -491,9 +491,12 @@ def mistakes_figure(items: Sequence[Mistake]) -> go.Figure:
         fig,
         title="Mistakes gallery",
         subtitle="each form run live by torch: ✓ right · ✗ fails or wrong shape · ⚠ silently wrong",
-        height=250 + sum(_table_row_px(m) for m in items),
+        height=400,  # replaced below, once the title's margins are known
     )
-    fig.update_layout(margin={"l": 20, "r": 20})
+    fig.update_layout(margin={"l": 20, "r": 20, "b": 8})  # a table needs no room for axis labels
+    # as tall as the title, the header and the rows need: no blank band under the table
+    m = fig.layout.margin
+    fig.update_layout(height=m.t + m.b + 36 + sum(_table_row_px(x) for x in items))
     lines = [
         f"{m.code}{' (T == H variant, inputs ' + str(m.input_shape) + ')' if m.variant else ''}: "
         f"{m.outcome}" + (f" (torch: {m.error})" if m.error else f", shape {m.shape}")
