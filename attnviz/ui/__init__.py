@@ -1,8 +1,15 @@
 """The Streamlit layer: the only part of attnviz that imports streamlit.
 
 - ``navigation.pages()``: the app's pages (Playground, Walkthrough, Performance) for ``st.navigation``.
-- ``playground``, ``walkthrough``, ``performance``: one page each, wrapped by ``boundary.guarded``.
-- ``_controls``: widget groups that return their values.
+- ``playground``, ``walkthrough``, ``performance``: one page each, wrapped by ``boundary.guarded``;
+  ``sections`` (the Playground's tabs) and ``expression`` (the expression tab and its verdict).
+- ``live_class`` (start, join, follow, check-in questions) and ``live_screen`` (the small local
+  component that reports the window size, sends the keyboard's moves and keeps the teacher's token).
+- ``cached`` (every cache: ``st.cache_data`` with a TTL and a byte budget) and ``current`` (the
+  example on screen, as one typed value).
+- ``boundary`` (the error boundary of pages and callbacks), ``shield`` (control messages a visitor
+  must not act on), ``safe`` (visitor text as text), ``_controls`` (widget groups that return their
+  values, every value checked).
 - ``edit`` (editor cells -> arrays), ``link`` (the shareable URL), ``export`` (snippet, JSON, .npy):
   pure helpers without streamlit, tested on their own.
 """
