@@ -20,22 +20,12 @@ import torch
 
 import attnviz
 from attnviz import examples
+from scripts.chromium import CHROMIUM, CHROMIUM_ARGS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[1]
 SHOTS = ROOT / "artifacts" / "screenshots"
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-dev-shm-usage",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 LAPTOP = {"width": 1366, "height": 768}
 PROJECTOR = {"width": 1920, "height": 1080}
 WAIT_MS = 60_000

@@ -25,22 +25,12 @@ import pytest
 
 from attnviz import examples
 from attnviz.classroom import deck, open_store
+from scripts.chromium import CHROMIUM, CHROMIUM_ARGS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[1]
 SHOTS = ROOT / "artifacts" / "screenshots" / "live"
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-dev-shm-usage",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 PROJECTOR = {"width": 1920, "height": 1080}
 LAPTOP = {"width": 1366, "height": 768}
 PHONE = {"width": 390, "height": 844}

@@ -18,21 +18,11 @@ import pytest
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
 from scripts import serve
+from scripts.chromium import CHROMIUM, CHROMIUM_ARGS
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 ROOT = Path(__file__).resolve().parents[1]
 SHOTS = ROOT / "artifacts" / "screenshots"
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-dev-shm-usage",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 WAIT_MS = 120_000
 # A link that is not the default example: what the rebuilt view must still show.
 LINK = "?p=classic&s=2x3x5&sm=1"  # the Playground is the default page, at /
