@@ -22,8 +22,6 @@ text in the figure at least 24 px, for the back row) or ``PHONE`` (panels stacke
 from attnviz.figures.broadcast import (
     alignment_figure,
     gradient_figure,
-    mistake_figure,
-    mistakes_figure,
     provenance_figure,
     step_figure,
     story_figures,
@@ -31,15 +29,20 @@ from attnviz.figures.broadcast import (
 )
 from attnviz.figures.heatmap import (
     COLORSCALE,
+    STRETCH_GLYPH,
+    shared_zrange,
+    tensor_figure,
+)
+from attnviz.figures.mistakes import mistake_figure, mistakes_figure
+from attnviz.figures.style import (
     PHONE,
     PROJECTOR,
     SCREEN,
-    STRETCH_GLYPH,
     Style,
+)
+from attnviz.figures.text import (
     description,
     figure_html,
-    shared_zrange,
-    tensor_figure,
 )
 
 __all__ = [

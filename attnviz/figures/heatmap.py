@@ -7,13 +7,9 @@ at zero; ``shared_zrange`` gives one range for all the steps of a story so colou
 
 from __future__ import annotations
 
-import contextvars
-import functools
 import html
 import math
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
-from typing import TypeVar
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
@@ -23,6 +19,15 @@ from torch import Tensor
 
 from attnviz.errors import AttnvizError
 from attnviz.examples import AXIS_NAMES
+from attnviz.figures.style import (
+    FONT_FAMILY,
+    current_style,
+    styled,
+)
+from attnviz.figures.text import (
+    describe,
+    wrap_lines,
+)
 
 #: Blue (negative) - white (zero) - orange (positive): distinguishable with the common colour-vision
 #: deficiencies (after ColorBrewer's colour-blind-safe diverging schemes).
@@ -33,11 +38,6 @@ COLORSCALE = [
     [0.75, "#fdb863"],
     [1.0, "#b35806"],
 ]
-#: Font sizes large enough for a projector.
-FONT_SIZE = 18
-TITLE_SIZE = 22
-CELL_FONT_SIZE = 17
-FONT_FAMILY = "Arial, Helvetica, sans-serif"
 #: Glyph written in cells that exist only by broadcasting (stride 0), beside the number.
 STRETCH_GLYPH = "↔"
 MARK_COLOR = "#222222"
@@ -49,64 +49,11 @@ CELL_RATIO = 0.62
 MIN_PLOT_PX = 150
 #: Most columns of cells in a row of panels that still get fixed-aspect cells.
 MAX_SQUARE_COLUMNS = 12
-#: Pixels per row of cells used to size a figure's height.
-ROW_PX = 58
 
 #: Default axis names by number of axes: (word,), (sentence, word), (sentence, word, hidden).
 AXIS_DEFAULTS = {1: AXIS_NAMES[1:2], 2: AXIS_NAMES[:2], 3: AXIS_NAMES}
 #: Most panels side by side in one row before a 3-D figure wraps to a new row.
 MAX_COLUMNS = 4
-
-
-@dataclass(frozen=True)
-class Style:
-    """Text sizes (px, as drawn) and layout of a figure for one kind of screen.
-
-    font: axis titles, ticks, subplot titles and notes; title: the figure title; cell: the numbers
-    in cells (the largest; smaller automatically for many cells); row_px: height of one row of
-    cells; stack: panels one above the other (a phone) instead of side by side; margin: the left
-    margin for row labels, in px."""
-
-    name: str = "screen"
-    font: int = FONT_SIZE
-    title: int = TITLE_SIZE
-    cell: int = CELL_FONT_SIZE
-    row_px: int = ROW_PX
-    stack: bool = False
-    margin: int = 90
-    small: int = FONT_SIZE - 4  # colour-bar ticks, table cells, bar labels
-
-
-#: A laptop or desktop screen (the default of every builder).
-SCREEN = Style()
-#: A projector at 1920x1080 seen from the back row: every text in the figure at least 24 px.
-PROJECTOR = Style("projector", font=26, title=30, cell=28, row_px=74, margin=120, small=24)
-#: A phone held upright (390 px wide): panels stacked, cell numbers at least 12 px.
-PHONE = Style("phone", font=14, title=16, cell=14, row_px=54, stack=True, margin=56, small=12)
-
-_STYLE: contextvars.ContextVar[Style] = contextvars.ContextVar("attnviz_style", default=SCREEN)
-_F = TypeVar("_F", bound=Callable[..., go.Figure])
-
-
-def current_style() -> Style:
-    """The style the figure being built uses (``SCREEN`` unless a builder got ``style=``)."""
-    return _STYLE.get()
-
-
-def styled(builder: _F) -> _F:
-    """Give a figure builder a keyword ``style: Style | None``; None keeps the caller's style."""
-
-    @functools.wraps(builder)
-    def build(*args, style: Style | None = None, **kwargs):
-        if style is None:
-            return builder(*args, **kwargs)
-        token = _STYLE.set(style)
-        try:
-            return builder(*args, **kwargs)
-        finally:
-            _STYLE.reset(token)
-
-    return build  # type: ignore[return-value]
 
 
 def to_numpy(value: Tensor | np.ndarray | Sequence) -> np.ndarray:
@@ -184,20 +131,6 @@ def square_cells(fig: go.Figure, *, ratio: float | None = None) -> go.Figure:
         x_axis.constrain = "domain"
         y_axis.constrain = "domain"
     return fig
-
-
-def describe(fig: go.Figure, text: str) -> go.Figure:
-    """Store the plain-text description for screen readers in fig.layout.meta["description"]."""
-    meta = dict(fig.layout.meta) if isinstance(fig.layout.meta, dict) else {}
-    meta["description"] = text
-    fig.update_layout(meta=meta)
-    return fig
-
-
-def description(fig: go.Figure) -> str:
-    """The plain-text description of a figure built here ("" when it has none)."""
-    meta = fig.layout.meta
-    return str(meta.get("description", "")) if isinstance(meta, dict) else ""
 
 
 def base_layout(fig: go.Figure, *, title: str, subtitle: str | None = None, height: int) -> None:
@@ -615,49 +548,3 @@ def _panels_figure(
     for annotation in fig.layout.annotations:  # the subplot titles
         annotation.font = {"size": current_style().font}
     return fig
-
-
-def wrap_lines(text: str, width: int) -> list[str]:
-    """Words -> lines of at most width characters (a longer word gets a line of its own)."""
-    lines, line = [], ""
-    for word in text.split():
-        if line and len(line) + 1 + len(word) > width:
-            lines.append(line)
-            line = word
-        else:
-            line = f"{line} {word}".strip()
-    if line:
-        lines.append(line)
-    return lines
-
-
-def figure_html(fig: go.Figure, *, full_html: bool = True) -> str:
-    """A self-contained HTML page (plotly.js inlined, nothing from a CDN) with the description.
-
-    The description is written beside the figure as text (and as the figure's aria-label), so it
-    reaches screen readers and works offline.
-    """
-    text = html.escape(description(fig))
-    body = fig.to_html(
-        include_plotlyjs=True,
-        full_html=False,
-        include_mathjax=False,
-        config={"displaylogo": False, "responsive": True},
-    )
-    block = (
-        f'<figure role="group" aria-label="{text}" style="margin:0">{body}'
-        f'<figcaption style="font:16px Arial, sans-serif;max-width:70em">{text}</figcaption>'
-        "</figure>"
-    )
-    if not full_html:
-        return block
-    title = html.escape(_plain_title(fig))
-    return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>{title}</title></head><body>{block}</body></html>"
-    )
-
-
-def _plain_title(fig: go.Figure) -> str:
-    t = fig.layout.title.text if fig.layout.title and fig.layout.title.text else "attnviz figure"
-    return html.unescape(str(t).replace("<br>", " "))

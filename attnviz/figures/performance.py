@@ -33,7 +33,9 @@ from attnviz.bench.harness import (
     regime,
 )
 from attnviz.bench.sweep import crossover, roofline
-from attnviz.figures.heatmap import describe
+from attnviz.figures.text import (
+    describe,
+)
 
 # Okabe-Ito: distinguishable with the common colour-vision deficiencies
 PALETTE = {
