@@ -17,6 +17,11 @@ Builders: ``tensor_figure``, ``step_figure``, ``story_figures``, ``alignment_fig
 Screens: every builder takes ``style=`` a ``Style``: ``SCREEN`` (the default), ``PROJECTOR`` (every
 text in the figure at least 24 px, for the back row) or ``PHONE`` (panels stacked, numbers at least
 12 px on a 390 px wide screen).
+
+Building: the builders assemble traces and layout as plain dicts in a ``draft.Draft`` (the
+``go.Figure`` calls they need, without plotly's per-call validation: 2-4 ms for a step figure
+instead of 20-180 ms) and make one ``go.Figure`` at the end; the tests validate every builder's
+figure with plotly.
 """
 
 from attnviz.figures.broadcast import (

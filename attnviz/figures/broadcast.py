@@ -9,9 +9,9 @@ from collections.abc import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from attnviz.errors import AttnvizError
+from attnviz.figures.draft import Draft
 from attnviz.figures.heatmap import (
     STRETCH_GLYPH,
     base_layout,
@@ -165,7 +165,7 @@ def alignment_figure(
 
     style = current_style()
     cell_font = style.cell + 3 if not style.stack else style.cell
-    fig = go.Figure()
+    fig = Draft()
     for r in range(4):
         for c in range(n):
             dark = fills[r][c] == _FILL[CLASH]
@@ -188,7 +188,8 @@ def alignment_figure(
             )
     # invisible points give the axes their extent and hover text
     fig.add_trace(
-        go.Scatter(
+        dict(
+            type="scatter",
             x=[c + 0.5 for c in range(n)],
             y=[-0.5] * n,
             mode="markers",
@@ -236,7 +237,7 @@ def alignment_figure(
         f"result size. {alignment.explanation} Axis by axis: "
         + " ".join(m.explanation for m in alignment.axes)
     )
-    return describe(fig, text)
+    return fig.figure(text)
 
 
 def _short(label: str) -> str:
@@ -275,13 +276,13 @@ def provenance_figure(prov: Provenance, *, zrange: tuple[float, float] | None = 
         y_labels=rows,
         name="provenance",
     )
-    text = [list(r) for r in trace.text]
+    text = [list(r) for r in trace["text"]]
     text[0][t] = text[1][t] = ""
     text[2][t] = f"<b>{fmt(prov.total, 4)}</b>"
     for i in range(t):  # the × and = of each column
         text[2][i] = f"= {text[2][i]}"
-    trace.text = text
-    fig = go.Figure(trace)
+    trace["text"] = text
+    fig = Draft(trace)
     fig.update_yaxes(autorange="reversed", showgrid=False, zeroline=False)
     fig.update_xaxes(side="top", showgrid=False, zeroline=False, title={"text": "word t"})
     fig.update_traces(hovertemplate="%{y}, %{x}: %{z:.4f}<extra></extra>")
@@ -319,7 +320,7 @@ def provenance_figure(prov: Provenance, *, zrange: tuple[float, float] | None = 
         f"shows the weight, the value and their product; the last column is their sum. "
         f"{prov.equation}. The one-liner gives {fmt(prov.result, 4)}."
     )
-    return describe(fig, desc)
+    return fig.figure(desc)
 
 
 @styled
@@ -364,9 +365,9 @@ def gradient_figure(
         f"formula: {escape(grads.att_scores_code)}",
     ]
     if style.stack:
-        fig = make_subplots(rows=3, cols=1, subplot_titles=titles, vertical_spacing=0.16)
+        fig = Draft.grid(rows=3, cols=1, subplot_titles=titles, vertical_spacing=0.16)
     else:
-        fig = make_subplots(rows=1, cols=3, subplot_titles=titles, horizontal_spacing=0.08)
+        fig = Draft.grid(rows=1, cols=3, subplot_titles=titles, horizontal_spacing=0.08)
     panels = ((up, "hidden"), (auto, "word"), (formula, "word"))
     for i, (arr, x_name) in enumerate(panels):
         rc = {"row": i + 1, "col": 1} if style.stack else {"row": 1, "col": i + 1}
@@ -388,8 +389,8 @@ def gradient_figure(
     fig.update_yaxes(
         showgrid=False, zeroline=False, tickmode="linear", dtick=1, autorange="reversed"
     )
-    for annotation in fig.layout.annotations[:3]:
-        annotation.font = {"size": max(style.font - 2, 12)}
+    for annotation in fig.annotations[:3]:
+        annotation["font"] = {"size": max(style.font - 2, 12)}
     height = 6 * style.font + 4 * style.title + 60 + style.row_px * max(up.shape[0], 2)
     if style.stack:
         height = 3 * (style.row_px * max(up.shape[0], 2) + 6 * style.font) + 8 * style.font
@@ -409,7 +410,7 @@ def gradient_figure(
         f"autograd {ok} it (largest difference {grads.att_scores_max_abs_diff:.1e}). "
         f"{grads.explanation}"
     )
-    return describe(fig, text)
+    return fig.figure(text)
 
 
 @styled
@@ -419,7 +420,7 @@ def view_copy_figure(vc: ViewCopy) -> go.Figure:
     rows = (vc.source, vc.expand, vc.repeat)
     style = current_style()
     if style.stack:  # a phone: the table above the bars
-        fig = make_subplots(
+        fig = Draft.grid(
             rows=2,
             cols=1,
             row_heights=[0.55, 0.45],
@@ -428,7 +429,7 @@ def view_copy_figure(vc: ViewCopy) -> go.Figure:
         )
         bars = {"row": 2, "col": 1}
     else:
-        fig = make_subplots(
+        fig = Draft.grid(
             rows=1,
             cols=2,
             column_widths=[0.62, 0.38],
@@ -468,7 +469,8 @@ def view_copy_figure(vc: ViewCopy) -> go.Figure:
         ]
         widths = [50, 50]
     fig.add_trace(
-        go.Table(
+        dict(
+            type="table",
             columnwidth=widths,
             header={
                 "values": header,
@@ -491,7 +493,8 @@ def view_copy_figure(vc: ViewCopy) -> go.Figure:
     labels = ["att_scores[..., None]", "expand", "repeat"]
     stored = [r.storage_numbers for r in rows]
     fig.add_trace(
-        go.Bar(
+        dict(
+            type="bar",
             x=labels,
             y=stored,
             text=[
@@ -520,4 +523,4 @@ def view_copy_figure(vc: ViewCopy) -> go.Figure:
     )
     if style.stack:
         fig.update_layout(height=860, margin={"l": 44, "r": 8})
-    return describe(fig, "View vs copy. " + vc.explanation)
+    return fig.figure("View vs copy. " + vc.explanation)

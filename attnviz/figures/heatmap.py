@@ -14,20 +14,17 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import plotly.graph_objects as go
 import torch
-from plotly.subplots import make_subplots
 from torch import Tensor
 
 from attnviz.errors import AttnvizError
 from attnviz.examples import AXIS_NAMES
+from attnviz.figures.draft import Draft, heatmaps
 from attnviz.figures.style import (
     FONT_FAMILY,
     current_style,
     styled,
 )
-from attnviz.figures.text import (
-    describe,
-    wrap_lines,
-)
+from attnviz.figures.text import wrap_lines
 
 #: Blue (negative) - white (zero) - orange (positive): distinguishable with the common colour-vision
 #: deficiencies (after ColorBrewer's colour-blind-safe diverging schemes).
@@ -105,7 +102,7 @@ def _zrange(
     return shared_zrange(arrays)
 
 
-def square_cells(fig: go.Figure, *, ratio: float | None = None) -> go.Figure:
+def square_cells(fig: Draft, *, ratio: float | None = None) -> Draft:
     """Give every heatmap cells of one fixed aspect (height = ratio x width), so a (B, T, 1)
     tensor looks like a column and a (B, T, H) one like a block, whatever the page width.
 
@@ -114,26 +111,23 @@ def square_cells(fig: go.Figure, *, ratio: float | None = None) -> go.Figure:
     """
     if ratio is None:  # a phone's cells are taller: a number and its glyph on two lines
         ratio = 0.9 if current_style().stack else CELL_RATIO
-    maps = [tr for tr in fig.data if tr.type == "heatmap"]
+    maps = heatmaps(fig)
     by_row: dict[tuple, int] = {}
     for trace in maps:
-        y_axis = fig.layout["yaxis" + (trace.yaxis or "y")[1:]]
-        key = tuple(y_axis.domain) if y_axis.domain else (0, 1)
-        by_row[key] = by_row.get(key, 0) + (len(trace.z[0]) if trace.z else 0)
+        y_axis = fig.axis("yaxis" + trace.get("yaxis", "y")[1:])
+        key = tuple(y_axis["domain"]) if y_axis.get("domain") else (0, 1)
+        by_row[key] = by_row.get(key, 0) + (len(trace["z"][0]) if trace.get("z") else 0)
     if not by_row or max(by_row.values()) > MAX_SQUARE_COLUMNS:
         return fig
     for trace in maps:
-        x_id, y_id = trace.xaxis or "x", trace.yaxis or "y"
-        x_axis = fig.layout["xaxis" + x_id[1:]]
-        y_axis = fig.layout["yaxis" + y_id[1:]]
-        y_axis.scaleanchor = x_id
-        y_axis.scaleratio = ratio
-        x_axis.constrain = "domain"
-        y_axis.constrain = "domain"
+        x_id, y_id = trace.get("xaxis", "x"), trace.get("yaxis", "y")
+        x_axis, y_axis = fig.axis("xaxis" + x_id[1:]), fig.axis("yaxis" + y_id[1:])
+        y_axis.update(scaleanchor=x_id, scaleratio=ratio, constrain="domain")
+        x_axis["constrain"] = "domain"
     return fig
 
 
-def base_layout(fig: go.Figure, *, title: str, subtitle: str | None = None, height: int) -> None:
+def base_layout(fig: Draft, *, title: str, subtitle: str | None = None, height: int) -> None:
     """Big fonts, white background, title (and subtitle) on top, in the current style."""
     s = current_style()
     title_dict: dict = {
@@ -236,14 +230,15 @@ def heatmap_trace(
     name: str = "",
     x_labels: Sequence[str] | None = None,
     y_labels: Sequence[str] | None = None,
-) -> go.Heatmap:
-    """A 2-D heatmap with a number in every cell: with the broadcast glyph where mask2 is True,
-    in bold where bold2 is True."""
+) -> dict:
+    """A 2-D heatmap trace (a dict for ``Draft.add_trace``) with a number in every cell: with the
+    broadcast glyph where mask2 is True, in bold where bold2 is True."""
     rows, cols = arr2.shape
     x = list(x_labels) if x_labels is not None else list(range(cols))
     y = list(y_labels) if y_labels is not None else list(range(rows))
     z = [[None if not math.isfinite(v) else float(v) for v in row] for row in arr2.tolist()]
-    return go.Heatmap(
+    return dict(
+        type="heatmap",
         z=z,
         x=x,
         y=y,
@@ -264,7 +259,7 @@ def heatmap_trace(
 
 
 def _mark_cells(
-    fig: go.Figure,
+    fig: Draft,
     mask2: np.ndarray,
     *,
     row: int | None = None,
@@ -296,7 +291,7 @@ def _mark_cells(
     return count
 
 
-def _axes_style(fig: go.Figure, *, x_name: str, y_name: str, rows: int, cols: int, **rc) -> None:
+def _axes_style(fig: Draft, *, x_name: str, y_name: str, rows: int, cols: int, **rc) -> None:
     fig.update_xaxes(
         title={"text": x_name},
         tickmode="array",
@@ -390,7 +385,7 @@ def tensor_figure(
         bold2 = None if bold is None else (bold[None, :] if arr.ndim == 1 else bold)
         y_name = "" if arr.ndim == 1 else shown[0]
         x_name = shown[-1]
-        fig = go.Figure(
+        fig = Draft(
             heatmap_trace(
                 arr2,
                 zmin=zmin,
@@ -449,7 +444,7 @@ def tensor_figure(
         cells = ", ".join(str(tuple(int(i) for i in idx)) for idx in np.argwhere(bold))
         why = f" ({highlight_note})" if highlight_note else ""
         text += f" Outlined in bold{why}: cells {cells}."
-    return describe(fig, text)
+    return fig.figure(text)
 
 
 def _plural(name: str) -> str:
@@ -503,11 +498,11 @@ def _panels_figure(
     bold: np.ndarray | None,
     digits: int,
     name: str,
-) -> go.Figure:
+) -> Draft:
     b, r, c = arr.shape
     ncols = _ncols(arr.shape)
     nrows = math.ceil(b / ncols)
-    fig = make_subplots(
+    fig = Draft.grid(
         rows=nrows,
         cols=ncols,
         subplot_titles=[f"{names[0]} {i}" for i in range(b)],
@@ -545,6 +540,6 @@ def _panels_figure(
             _mark_cells(fig, mask[i], row=row, col=col)
         if bold is not None:
             _mark_cells(fig, bold[i], row=row, col=col, solid=True)
-    for annotation in fig.layout.annotations:  # the subplot titles
-        annotation.font = {"size": current_style().font}
+    for annotation in fig.annotations:  # the subplot titles
+        annotation["font"] = {"size": current_style().font}
     return fig

@@ -9,8 +9,8 @@ from collections.abc import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
+from attnviz.figures.draft import Draft
 from attnviz.figures.heatmap import (
     base_layout,
     heatmap_trace,
@@ -24,7 +24,6 @@ from attnviz.figures.style import (
     styled,
 )
 from attnviz.figures.text import (
-    describe,
     escape,
     wrap_escaped,
 )
@@ -71,7 +70,7 @@ def mistake_figure(mistake: Mistake, *, zrange: tuple[float, float] | None = Non
     )
     style = current_style()
     grid = {"rows": 2, "cols": 1, "vertical_spacing": 0.22} if style.stack else {}
-    fig = make_subplots(
+    fig = Draft.grid(
         **(grid or {"rows": 1, "cols": 2, "horizontal_spacing": 0.12}),
         subplot_titles=[left_title, f"✓ right answer, shape {mistake.expected_shape}"],
     )
@@ -86,9 +85,9 @@ def mistake_figure(mistake: Mistake, *, zrange: tuple[float, float] | None = Non
             arr, zmin=zmin, zmax=zmax, x_name=x_name, y_name=y_name or "row", name="got"
         )
         if mask is not None:
-            trace.text = [
+            trace["text"] = [
                 [f"{s}<br>≠" if mask[i, j] else s for j, s in enumerate(row)]
-                for i, row in enumerate(trace.text)
+                for i, row in enumerate(trace["text"])
             ]
         fig.add_trace(trace, row=1, col=1)
         fig.update_xaxes(title={"text": x_name}, row=1, col=1)
@@ -97,7 +96,7 @@ def mistake_figure(mistake: Mistake, *, zrange: tuple[float, float] | None = Non
     else:
         message = mistake.error or "no tensor"
         wrapped = "<br>".join(wrap_escaped(f"RuntimeError: {message}", 30 if style.stack else 38))
-        x_domain = fig.layout.xaxis.domain
+        x_domain = fig.axis("xaxis")["domain"]
         fig.add_annotation(
             text=wrapped,
             xref="paper",
@@ -127,8 +126,8 @@ def mistake_figure(mistake: Mistake, *, zrange: tuple[float, float] | None = Non
     fig.update_yaxes(title={"text": ey}, autorange="reversed", **right)
     fig.update_xaxes(showgrid=False, zeroline=False, tickmode="linear", dtick=1)
     fig.update_yaxes(showgrid=False, zeroline=False, tickmode="linear", dtick=1)
-    for annotation in fig.layout.annotations[:2]:
-        annotation.font = {"size": style.font}
+    for annotation in fig.annotations[:2]:
+        annotation["font"] = {"size": style.font}
     variant = " (T == H variant)" if mistake.variant else ""
     subtitle = (
         f"<b>{escape(mistake.code)}</b> on inputs {mistake.input_shape}{variant}; right: "
@@ -151,7 +150,7 @@ def mistake_figure(mistake: Mistake, *, zrange: tuple[float, float] | None = Non
         desc += " No error was raised: the numbers are silently wrong (cells marked ≠ differ)."
     if mistake.variant_note:
         desc += " " + mistake.variant_note
-    return describe(fig, desc)
+    return fig.figure(desc)
 
 
 def _table_row_px(m: Mistake) -> int:
@@ -175,8 +174,9 @@ def mistakes_figure(items: Sequence[Mistake]) -> go.Figure:
         "<br>".join(wrap_escaped(m.error, 40)) if m.error else "no error raised" for m in items
     ]
     fills = ["#e6f2e6" if m.correct else "#fde0c5" if m.silent else "#eeeeee" for m in items]
-    fig = go.Figure(
-        go.Table(
+    fig = Draft(
+        dict(
+            type="table",
             columnwidth=[40, 14, 18, 28],
             header={
                 "values": ["<b>code</b>", "<b>outcome</b>", "<b>shape</b>", "<b>torch says</b>"],
@@ -202,11 +202,11 @@ def mistakes_figure(items: Sequence[Mistake]) -> go.Figure:
     )
     fig.update_layout(margin={"l": 20, "r": 20, "b": 8})  # a table needs no room for axis labels
     # as tall as the title, the header and the rows need: no blank band under the table
-    m = fig.layout.margin
-    fig.update_layout(height=m.t + m.b + 36 + sum(_table_row_px(x) for x in items))
+    m = fig.layout["margin"]
+    fig.update_layout(height=m["t"] + m["b"] + 36 + sum(_table_row_px(x) for x in items))
     lines = [
         f"{m.code}{' (T == H variant, inputs ' + str(m.input_shape) + ')' if m.variant else ''}: "
         f"{m.outcome}" + (f" (torch: {m.error})" if m.error else f", shape {m.shape}")
         for m in items
     ]
-    return describe(fig, "Mistakes gallery, a table of forms. " + "; ".join(lines) + ".")
+    return fig.figure("Mistakes gallery, a table of forms. " + "; ".join(lines) + ".")
