@@ -387,9 +387,14 @@ def test_next_and_back_step_through_the_broadcast():
 
 def test_every_step_shows_its_shape_and_strides():
     at = _app()
-    table = next(d.value for d in at.dataframe if "strides" in d.value.columns)
-    assert "(2, 3, 1)" in set(table["shape"]) and "(15, 5, 1)" in set(table["strides"])
-    assert "(3, 1, 0)" in set(table["strides"])  # the stretch: stride 0 on the hidden axis
+    table = next(m.value for m in at.markdown if "| strides |" in m.value)
+    header, _, *rows = [
+        [c.strip() for c in line.strip("|").split("|")] for line in table.split("\n")
+    ]
+    columns = {name: [row[i] for row in rows] for i, name in enumerate(header)}
+    assert len(rows) == 8
+    assert "(2, 3, 1)" in columns["shape"] and "(15, 5, 1)" in columns["strides"]
+    assert "(3, 1, 0)" in columns["strides"]  # the stretch: stride 0 on the hidden axis
 
 
 def test_all_steps_at_once_draws_every_step():

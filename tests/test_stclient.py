@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -98,3 +99,52 @@ def test_reconnect_resumes_the_same_session(url):
         s.reconnect()  # the server keeps the session's state (step 2) for a resuming client
         run = s.rerun()
     assert run.ok and "**Step 2 of" in run.text()
+
+
+def _figure_specs(run) -> list[str]:
+    return [
+        m.delta.new_element.plotly_chart.spec
+        for m in run.messages
+        if m.WhichOneof("type") == "delta"
+        and m.delta.WhichOneof("type") == "new_element"
+        and m.delta.new_element.WhichOneof("type") == "plotly_chart"
+    ]
+
+
+def _edit(s: Session, first, value: str) -> None:
+    key = next(k for k in first.widgets() if k.startswith("pg_x") and k.endswith("_0"))
+    edits = {"edited_rows": {"0": {"h0": value}}, "added_rows": [], "deleted_rows": []}
+    s.set_widget(key, json.dumps(edits))
+
+
+def test_a_cell_edit_reruns_the_editors_and_tabs_not_the_whole_page(url):
+    with Session(url) as s:
+        first = s.rerun()
+        _edit(s, first, "100")
+        run = s.rerun()
+    assert run.ok, (run.status, [e.text for e in run.exceptions])
+    assert run.status == "FINISHED_FRAGMENT_RUN_SUCCESSFULLY"
+    assert run.elements and all(e.fragment_id for e in run.elements)
+    assert TITLE not in run.text()  # the title and the example's controls were not sent again
+    assert any(k.startswith("pg_x") for k in run.widgets())  # the editors were
+
+
+def test_a_cell_edit_shows_the_new_value_in_the_open_step(url):
+    with Session(url) as s:
+        first = s.rerun()
+        _edit(s, first, "100")
+        run = s.rerun()
+    (spec,) = _figure_specs(run)  # step 1, net_output, with the edited cell
+    cells = json.loads(spec)["data"][0]["text"]
+    assert cells[0][0] == "100.000"
+    assert "100.000" not in json.dumps(_figure_specs(first))
+
+
+def test_a_refused_cell_keeps_the_last_valid_example(url):
+    with Session(url) as s:
+        first = s.rerun()
+        _edit(s, first, "abc")
+        run = s.rerun()
+    assert run.ok
+    assert "'abc' is not a number" in run.text()
+    assert _figure_specs(run) == _figure_specs(first)  # still the classic example

@@ -304,9 +304,20 @@ def page() -> None:
         st.warning(inert(ss["pg_notice"]), icon="⚠️")
         ss["pg_notice"] = None
     choice = _controls.example_controls(callback(_on_preset, "pg_"), callback(_on_resize, "pg_"))
-    ex = _editors(choice)
-    _tabs(ex)
+    _workspace(choice)
     ss["pg_page_done"] = True
+
+
+@st.fragment
+def _workspace(choice: _controls.ExampleChoice) -> None:
+    """The editors, the result and the tabs. A fragment: a cell edit reruns this part of the
+    page, not the title and the example's controls above it (a new preset, size or option
+    reruns the page)."""
+    ss = st.session_state
+    page_run = not ss.get("pg_page_done")
+    ss["pg_page_done"] = False
+    _tabs(_editors(choice))
+    ss["pg_page_done"] = not page_run
 
 
 @st.fragment

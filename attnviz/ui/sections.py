@@ -81,7 +81,7 @@ def _synced(fn: Callable[..., None]) -> Callable[..., None]:
 
 def _steps_table(ex: Current) -> None:
     with st.expander("Every step's shape and strides", expanded=True):
-        st.dataframe(cached.steps_table(ex.x, ex.applied), width="stretch")
+        st.markdown(cached.steps_table(ex.x, ex.applied))  # our own text: codes and shapes
 
 
 @st.fragment
