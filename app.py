@@ -2,13 +2,14 @@
 
 import streamlit as st
 
-from attnviz.ui import shield
+from attnviz.ui import resume, shield
 from attnviz.ui.navigation import chrome, pages
 
 
 def main() -> None:
     """Page config, navigation, run."""
     shield.protect()  # a browser's clear_cache clears nothing shared (attnviz/ui/shield.py)
+    resume.install()  # a session rebuilt on another replica: its first click counts
     st.set_page_config(
         page_title="attnviz: attention-weighted aggregation, step by step",
         layout="wide",

@@ -149,13 +149,14 @@ def step_controls(n_steps: int) -> tuple[int, bool]:
 
     def move(delta: int) -> None:
         st.session_state["pg_step"] = min(max(st.session_state["pg_step"] + delta, 0), n_steps - 1)
+        st.session_state["pg_step_moved"] = True
 
     cols = st.columns([1, 1, 3, 2], vertical_alignment="center")
     remembered("pg_all", False)
     flag("pg_all")
     show_all = cols[3].toggle("All steps at once", key="pg_all")
     remember("pg_all")
-    cols[0].button(
+    back = cols[0].button(
         "Back",
         key="pg_back",
         on_click=callback(move, "pg_"),
@@ -164,7 +165,7 @@ def step_controls(n_steps: int) -> tuple[int, bool]:
         icon=":material/arrow_back:",
         width="stretch",
     )
-    cols[1].button(
+    ahead = cols[1].button(
         "Next",
         key="pg_next",
         on_click=callback(move, "pg_"),
@@ -174,6 +175,11 @@ def step_controls(n_steps: int) -> tuple[int, bool]:
         width="stretch",
         type="primary",
     )
+    if (back or ahead) and not st.session_state.pop("pg_step_moved", False):
+        # A click whose callback could not run: the session was rebuilt on another replica
+        # (attnviz.ui.resume), where the buttons did not exist yet. The click still counts.
+        move(-1 if back else 1)
+    st.session_state.pop("pg_step_moved", None)
     if not show_all:
         cols[2].markdown(f"**Step {st.session_state['pg_step'] + 1} of {n_steps}**")
     return int(st.session_state["pg_step"]), bool(show_all)

@@ -6,6 +6,9 @@ value a visitor sent.
 - ``callback(fn, prefix)`` wraps an ``on_change``/``on_click`` callback (Streamlit runs callbacks
   before the script, outside the page function, so they need their own boundary): the message is
   kept in ``st.session_state[prefix + "notice"]`` and shown by the page that follows;
+- ``before_callbacks(prefix, prepare)``: what a page's callbacks need first. A session rebuilt on
+  another replica runs a click's callback before the page has ever run there, so the Playground
+  registers its state initialisation (from the link) here;
 - ``short(value)`` is what may go into a log line.
 """
 
@@ -52,6 +55,14 @@ def _reload(prefix: str) -> None:
     st.query_params.clear()
 
 
+_PREPARE: dict[str, Callable[[], None]] = {}
+
+
+def before_callbacks(prefix: str, prepare: Callable[[], None]) -> None:
+    """Run ``prepare()`` before every callback of the page whose keys start with ``prefix``."""
+    _PREPARE[prefix] = prepare
+
+
 def callback(fn: Callable[..., None], prefix: str) -> Callable[..., None]:
     """Wrap a widget callback: AttnvizError -> its message kept as the page's notice; any other
     error -> logged (cut short), this page's state reset and the apology kept as the notice."""
@@ -59,6 +70,8 @@ def callback(fn: Callable[..., None], prefix: str) -> Callable[..., None]:
     @functools.wraps(fn)
     def run(*args: object, **kwargs: object) -> None:
         try:
+            if prefix in _PREPARE:
+                _PREPARE[prefix]()
             fn(*args, **kwargs)
         except AttnvizError as e:
             st.session_state[f"{prefix}notice"] = short(e, 600)

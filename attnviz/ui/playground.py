@@ -22,7 +22,7 @@ import streamlit as st
 from attnviz import examples
 from attnviz.errors import AttnvizError
 from attnviz.ui import _controls, cached, edit, expression, link, sections
-from attnviz.ui.boundary import callback
+from attnviz.ui.boundary import before_callbacks, callback
 from attnviz.ui.current import Current
 from attnviz.ui.safe import inert
 
@@ -358,3 +358,4 @@ def sync_view(ex: Current) -> None:
 
 
 sections.after_fragment(sync_view)  # Next, a picked cell...: the address bar follows
+before_callbacks("pg_", _init_state)  # a session rebuilt elsewhere: its first click's callback

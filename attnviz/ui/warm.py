@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from attnviz import examples, figures, sandbox, trace
+from attnviz.ui import resume
 
 
 def warm_up() -> dict[str, float]:
@@ -54,6 +55,7 @@ def _arrow(frame: pd.DataFrame) -> bytes:
 
 
 def main(argv: list[str]) -> None:
+    resume.install()  # before the first request: a failover's first click counts
     took = warm_up()
     print(
         "attnviz: warmed up in "
