@@ -148,3 +148,11 @@ def test_a_refused_cell_keeps_the_last_valid_example(url):
     assert run.ok
     assert "'abc' is not a number" in run.text()
     assert _figure_specs(run) == _figure_specs(first)  # still the classic example
+
+
+def test_a_click_in_a_fragment_the_session_does_not_hold_runs_the_page(url):
+    """What a browser sends first after a failover (attnviz.ui.resume): the whole page runs."""
+    with Session(url) as s:
+        run = s.rerun(fragment_id="a-fragment-of-another-replica")
+    assert run.ok and run.status == "FINISHED_SUCCESSFULLY"
+    assert TITLE in run.text()
