@@ -10,6 +10,8 @@
 - ``boundary`` (the error boundary of pages and callbacks), ``shield`` (control messages a visitor
   must not act on), ``safe`` (visitor text as text), ``_controls`` (widget groups that return their
   values, every value checked).
+- ``warm`` (a replica loads what a first visitor's clicks would, then runs Streamlit in that process)
+  and ``resume`` (a session rebuilt on another replica after a failover: its first click counts).
 - ``edit`` (editor cells -> arrays), ``link`` (the shareable URL), ``export`` (snippet, JSON, .npy):
   pure helpers without streamlit, tested on their own.
 """
