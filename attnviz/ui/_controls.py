@@ -151,28 +151,28 @@ def step_controls(n_steps: int) -> tuple[int, bool]:
         st.session_state["pg_step"] = min(max(st.session_state["pg_step"] + delta, 0), n_steps - 1)
         st.session_state["pg_step_moved"] = True
 
-    cols = st.columns([1, 1, 3, 2], vertical_alignment="center")
+    # one row (a horizontal container: one block on the page, where columns are five)
+    row = st.container(horizontal=True, vertical_alignment="center", gap="medium")
     remembered("pg_all", False)
     flag("pg_all")
-    show_all = cols[3].toggle("All steps at once", key="pg_all")
-    remember("pg_all")
-    back = cols[0].button(
+    show_all = bool(st.session_state.get("pg_all"))
+    back = row.button(
         "Back",
         key="pg_back",
         on_click=callback(move, "pg_"),
         args=(-1,),
         disabled=show_all or st.session_state["pg_step"] == 0,
         icon=":material/arrow_back:",
-        width="stretch",
+        width=110,
     )
-    ahead = cols[1].button(
+    ahead = row.button(
         "Next",
         key="pg_next",
         on_click=callback(move, "pg_"),
         args=(1,),
         disabled=show_all or st.session_state["pg_step"] == n_steps - 1,
         icon=":material/arrow_forward:",
-        width="stretch",
+        width=110,
         type="primary",
     )
     if (back or ahead) and not st.session_state.pop("pg_step_moved", False):
@@ -181,7 +181,10 @@ def step_controls(n_steps: int) -> tuple[int, bool]:
         move(-1 if back else 1)
     st.session_state.pop("pg_step_moved", None)
     if not show_all:
-        cols[2].markdown(f"**Step {st.session_state['pg_step'] + 1} of {n_steps}**")
+        row.markdown(f"**Step {st.session_state['pg_step'] + 1} of {n_steps}**", width="content")
+    row.space("stretch")
+    row.toggle("All steps at once", key="pg_all")
+    remember("pg_all")
     return int(st.session_state["pg_step"]), bool(show_all)
 
 
