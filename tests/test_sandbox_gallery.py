@@ -10,9 +10,7 @@ from torch.testing import assert_close
 import attnviz
 from attnviz import AttnvizError
 from attnviz.examples import classic
-from attnviz.sandbox import (
-    evaluate,
-)
+from attnviz.sandbox import evaluate
 
 # --------------------------------------------------------------------------------------------
 # The gallery: right forms

@@ -11,13 +11,7 @@ import pytest
 import torch
 from sandbox_inputs import refusal, variables
 
-from attnviz.sandbox import (
-    ErrorKind,
-    Limits,
-    SandboxError,
-    Trace,
-    evaluate,
-)
+from attnviz.sandbox import ErrorKind, Limits, SandboxError, Trace, evaluate
 
 # --------------------------------------------------------------------------------------------
 # Hostile and pathological inputs
