@@ -48,7 +48,8 @@ def server():
     cmd += ["--server.address", "127.0.0.1", "--server.headless", "true"]
     cmd += ["--server.fileWatcherType", "none"]
     SHOTS.mkdir(parents=True, exist_ok=True)
-    with open(SHOTS.parent / "streamlit.log", "w") as log:
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")  # two workers may each serve the app
+    with open(SHOTS.parent / f"streamlit{'-' + worker if worker else ''}.log", "w") as log:
         yield from _serve(cmd, port, log)
 
 

@@ -53,6 +53,7 @@ def test_performance_says_honestly_when_there_is_no_gpu():
     assert ("No GPU on this server" in _texts(at)) != has_gpu
 
 
+@pytest.mark.slow  # times every method for real (~3.5 s); the page's other checks stay fast
 def test_performance_times_every_chosen_method_against_the_floor():
     at = _timed(_app(), ["broadcast", "einsum"])
     assert not at.error
