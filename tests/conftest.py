@@ -7,9 +7,9 @@
 - Streamlit's AppTest scans the metadata of every installed package for v2 components on each
   fresh run (about 0.2 s of a 0.25 s run here); the packages do not change during a test session,
   so the scan's answer is remembered after the first run: AppTest still registers what it found;
-- the whole suite runs on pytest-xdist workers (pyproject's addopts: `-n auto --dist loadgroup`):
-  ATTNVIZ_TEST_WORKERS of them (default 3: the browser and server tests mostly wait), none for the
-  inner loop `-m "not slow"` (its tests are short and CPU-bound: workers cost more than they give).
+- the suite runs on pytest-xdist workers (pyproject's addopts: `-n auto --dist loadgroup`): one
+  per CPU for the inner loop `-m "not slow"`, one more than the CPUs for everything (the browser and
+  server tests partly wait), at most 4; ATTNVIZ_TEST_WORKERS overrides it (0: one process).
   Each module runs on one worker, so its module-scoped server, browser or worker starts once; the
   modules whose tests share nothing expensive are spread test by test; the slow modules start
   first, so no long one is left for the end. `-n 0` runs everything in one process;
@@ -71,9 +71,11 @@ def _scan_installed_components_once() -> None:
 
 
 def pytest_xdist_auto_num_workers(config):
-    if "not slow" in (config.option.markexpr or ""):
-        return 0
-    return int(os.environ.get("ATTNVIZ_TEST_WORKERS", "3"))
+    if os.environ.get("ATTNVIZ_TEST_WORKERS"):
+        return int(os.environ["ATTNVIZ_TEST_WORKERS"])
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    inner_loop = "not slow" in (config.option.markexpr or "")
+    return min(4, (cpus or 1) + (0 if inner_loop else 1))
 
 
 # modules run test by test across the workers: their tests start what they need themselves
