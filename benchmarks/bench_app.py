@@ -29,17 +29,9 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-dev-shm-usage",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+sys.path.insert(0, str(ROOT))  # scripts/ lives beside benchmarks/
+
+from scripts.chromium import CHROMIUM, CHROMIUM_ARGS  # noqa: E402  (one way to start chromium)
 
 
 def _ms(samples: list[float]) -> str:
@@ -181,7 +173,6 @@ def _cpu_s(pid: int) -> float:
 
 
 def bench_protocol(n: int, root: Path = ROOT) -> None:
-    sys.path.insert(0, str(ROOT))
     from scripts.stclient import Session
 
     port = _free_port()

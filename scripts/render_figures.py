@@ -2,17 +2,20 @@
 
     .venv/bin/python scripts/render_figures.py [OUT_DIR] [--shape B T H]
 
-Needs playwright and a chromium (default /usr/bin/chromium, or env CHROMIUM). Not used by tests.
+Needs playwright and a chromium, started as scripts/chromium.py says (default /usr/bin/chromium,
+or env CHROMIUM). Not used by tests.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
+import sys
 from pathlib import Path
 
-from attnviz import examples, trace
-from attnviz.figures import (
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: the checkout
+
+from attnviz import examples, trace  # noqa: E402
+from attnviz.figures import (  # noqa: E402
     alignment_figure,
     figure_html,
     gradient_figure,
@@ -22,17 +25,7 @@ from attnviz.figures import (
     story_figures,
     view_copy_figure,
 )
-
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-dev-shm-usage",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+from scripts.chromium import CHROMIUM, CHROMIUM_ARGS  # noqa: E402  (one way to start chromium)
 
 
 def figures(b: int, t: int, h: int, cell: tuple[int, int] | None = None) -> dict:
@@ -73,9 +66,7 @@ def main() -> None:
 
     figs = {k: f for k, f in figures(*args.shape, cell=args.cell).items() if args.only in k}
     with sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=os.environ.get("CHROMIUM", "/usr/bin/chromium"), args=ARGS
-        )
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1200, "height": 800})
         for name, fig in figs.items():
             path = out / f"{name}.html"

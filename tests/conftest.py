@@ -1,12 +1,27 @@
 """Shared test settings.
 
 - hypothesis examples may be slow on a busy 2-core machine, so no deadline;
-- the C kernel (attnviz.native) is built into a fresh cache folder for each test session, so the
-  tests build it as a new user would and never touch ~/.cache.
+- the C kernel (attnviz.native) is built into a fresh cache folder for each test process (each
+  pytest-xdist worker has its own), so the tests build it as a new user would, never touch
+  ~/.cache, and two workers never share a build;
+- Streamlit's AppTest scans the metadata of every installed package for v2 components on each
+  fresh run (about 0.2 s of a 0.25 s run here); the packages do not change during a test session,
+  so the scan's answer is remembered after the first run: AppTest still registers what it found;
+- the suite runs on pytest-xdist workers (pyproject's addopts: `-n auto --dist loadgroup`): one
+  per CPU for the inner loop `-m "not slow"`, one more than the CPUs for everything (the browser and
+  server tests partly wait), at most 4; ATTNVIZ_TEST_WORKERS overrides it (0: one process).
+  Each module runs on one worker, so its module-scoped server, browser or worker starts once; the
+  modules whose tests share nothing expensive are spread test by test; the slow modules start
+  first, so no long one is left for the end. `-n 0` runs everything in one process;
+- the sandbox's default time budget (1 s of wall clock per evaluation) is a guard for a server, and
+  on a machine this busy even the right form can exceed it: in the tests' own process it is 60 s
+  (test_sandbox_language checks that the budget stops an evaluation, with its own Limits).
 """
 
+import functools
 import os
 import shutil
+import sys
 import tempfile
 
 from hypothesis import HealthCheck, settings
@@ -18,6 +33,90 @@ settings.load_profile("attnviz")
 
 _CACHE = tempfile.mkdtemp(prefix="attnviz-test-cache-")
 os.environ["ATTNVIZ_CACHE_DIR"] = _CACHE
+
+
+def _time_budget_for_a_busy_machine() -> None:
+    import dataclasses
+
+    import attnviz.sandbox
+
+    attnviz.sandbox.DEFAULT_LIMITS = dataclasses.replace(
+        attnviz.sandbox.DEFAULT_LIMITS, time_budget=60.0
+    )
+
+
+_time_budget_for_a_busy_machine()
+
+
+def _scan_installed_components_once() -> None:
+    """Remember streamlit.components.v2's manifest scan (where this Streamlit has one)."""
+    try:
+        from streamlit.components.v2 import manifest_scanner
+    except ImportError:  # an older Streamlit: no v2 components, nothing scanned
+        return
+    scan = manifest_scanner.scan_component_manifests
+    if getattr(scan, "remembered", False):
+        return
+
+    @functools.wraps(scan)
+    def remembered_scan(*args, **kwargs):
+        key = (args, tuple(sorted(kwargs.items())))
+        if key not in found:
+            found[key] = scan(*args, **kwargs)
+        return list(found[key])
+
+    found: dict = {}
+    remembered_scan.remembered = True
+    manifest_scanner.scan_component_manifests = remembered_scan
+
+
+def pytest_xdist_auto_num_workers(config):
+    if os.environ.get("ATTNVIZ_TEST_WORKERS"):
+        return int(os.environ["ATTNVIZ_TEST_WORKERS"])
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    inner_loop = "not slow" in (config.option.markexpr or "")
+    return min(4, (cpus or 1) + (0 if inner_loop else 1))
+
+
+# modules run test by test across the workers: their tests start what they need themselves
+SPREAD = {"test_lessons.py", "test_live_browser.py"}
+# modules whose shared server and browser are worth starting twice, once on each of two workers
+HALVED = {"test_browser.py"}
+# the slowest modules first (about their share of the whole suite's time), then the rest in order
+FIRST = [
+    "test_live_browser.py",
+    "test_browser.py",
+    "test_lessons.py",
+    "test_serving.py",
+    "test_serving_browser.py",
+    "test_hostile.py",
+    "test_native.py",
+    "test_bench_worker.py",
+]
+
+
+def pytest_collection_modifyitems(session, config, items):
+    import pytest
+
+    first = {name: i for i, name in enumerate(FIRST)}
+    items.sort(key=lambda item: first.get(item.path.name, len(FIRST)))  # stable: order kept within
+    index: dict[str, int] = {}
+    for item in items:
+        name = item.path.name
+        if name in SPREAD and "plain_server" not in getattr(item, "fixturenames", ()):
+            continue  # no group: any worker
+        group = name
+        if name in HALVED:
+            index[name] = index.get(name, -1) + 1
+            group = f"{name}-{index[name] % 2}"
+        item.add_marker(pytest.mark.xdist_group(group))
+
+
+def pytest_collection_finish(session):
+    # only where a collected module loaded Streamlit's test harness: the import-boundary tests
+    # (test_layers, test_setup) check sys.modules in fresh subprocesses, never here
+    if "streamlit.testing.v1" in sys.modules:
+        _scan_installed_components_once()
 
 
 def pytest_unconfigure(config):

@@ -504,6 +504,7 @@ def test_editor_cells_show_four_decimals_unless_more_are_needed(value, shown):
 # ---- the pure helpers behind the Playground ----------------------------------------------------
 
 
+@pytest.mark.slow  # runs the snippet in a fresh interpreter importing torch (~2 s)
 def test_snippet_rebuilds_the_example_in_plain_pytorch(tmp_path):
     x, w, mask = examples.padded(2, 3, 5)
     code = export.pytorch_snippet(x.numpy(), w.numpy(), mask.numpy(), True)

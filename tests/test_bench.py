@@ -1,12 +1,9 @@
 """attnviz.bench: records and their fields, the CLI's JSON schema, the sweep's helpers, the
-performance figures as data, and the worker's isolation. Correctness only: no timing assertions."""
+performance figures as data, the formatted numbers and the ranking a sweep shows. Correctness only:
+no timing assertions."""
 
 import json
 import os
-import re
-import signal
-import threading
-import time
 
 import pytest
 import torch
@@ -21,14 +18,11 @@ from attnviz.bench import (
     parse_dtype,
     parse_shape,
     peak_extra_bytes,
-    request,
     resolve_devices,
 )
 from attnviz.bench import sweep as sweep_module
-from attnviz.bench import worker as worker_module
 from attnviz.bench.__main__ import main as cli
 from attnviz.bench.sweep import crossover, roofline, sizes_up_to, sweep
-from attnviz.bench.worker import BenchSpec, BenchWorker, check_spec
 
 FAST = dict(rounds=2, min_block_s=0.0005)
 CLI_FIELDS = {"method", "device", "shape", "dtype", "median_s", "iqr_s", "gbps", "ratio_to_floor"}
@@ -303,111 +297,6 @@ def test_time_figure_marks_the_gpu_crossover():
     assert any("faster from" in a.text for a in fig.layout.annotations)
 
 
-# --- the worker ---
-
-LONG = BenchSpec(shape=(8, 64, 128), methods=("broadcast", "bmm"), rounds=1000, memory=False)
-
-
-def test_check_spec_refuses_oversize_with_a_plain_message():
-    with pytest.raises(AttnvizError, match=r"\(10000, 10000, 10000\).*MiB.*smaller"):
-        check_spec(BenchSpec(shape=(10_000, 10_000, 10_000)))
-
-
-def test_worker_refuses_oversize_before_starting():
-    worker = BenchWorker(max_input_bytes=2**20)
-    with pytest.raises(AttnvizError, match=r"\(64, 64, 128\).*cap"):
-        worker.submit(BenchSpec(shape=(64, 64, 128)))
-    assert worker.pid is None  # nothing was started, nothing allocated
-
-
-def test_busy_runner_refuses_with_a_plain_message():
-    worker = BenchWorker(max_waiting=0)
-    with pytest.raises(AttnvizError, match="busy"):
-        worker.submit(BenchSpec(shape=(2, 3, 5)))
-
-
-@pytest.fixture(scope="module")
-def worker():
-    w = BenchWorker(timeout_s=120)
-    w.start()
-    yield w
-    w.close()
-
-
-@pytest.mark.slow
-def test_worker_runs_a_job_in_another_process(worker):
-    recs = worker.submit(BenchSpec(shape=(2, 3, 5), methods=("bmm",), rounds=2, min_block_s=0.0005))
-    assert worker.pid not in (None, os.getpid())
-    assert [r["method"] for r in recs] == ["floor", "bmm"] and recs[0]["shape"] == [2, 3, 5]
-
-
-@pytest.mark.slow
-def test_worker_refuses_a_missing_device_with_a_plain_message(worker):
-    with pytest.raises(AttnvizError, match=r"'cuda:7' is not available.*'cpu'"):
-        worker.submit(BenchSpec(shape=(2, 3, 5), device="cuda:7"))
-
-
-@pytest.mark.slow
-def test_worker_timeout_stops_the_job_and_the_next_job_runs(worker):
-    with pytest.raises(AttnvizError, match="did not finish within 0.5 s"):
-        worker.submit(LONG, timeout_s=0.5)
-    recs = worker.submit(BenchSpec(shape=(2, 3, 5), methods=("bmm",), rounds=2, min_block_s=0.0005))
-    assert recs[1]["method"] == "bmm"
-
-
-@pytest.mark.slow
-def test_worker_crash_leaves_the_caller_alive(worker):
-    worker.start()
-    pid = worker.pid
-    errors = []
-
-    def job():
-        try:
-            worker.submit(LONG, timeout_s=60)
-        except AttnvizError as e:
-            errors.append(str(e))
-
-    thread = threading.Thread(target=job)
-    thread.start()
-    time.sleep(0.3)
-    os.kill(pid, signal.SIGKILL)  # what the kernel's OOM killer does
-    thread.join(timeout=30)
-    assert errors and "stopped while timing (8, 64, 128)" in errors[0]
-    recs = worker.submit(BenchSpec(shape=(2, 3, 5), methods=("bmm",), rounds=2, min_block_s=0.0005))
-    assert worker.pid != pid and recs[0]["method"] == "floor"
-
-
-@pytest.mark.slow
-def test_concurrent_callers_run_one_at_a_time(worker):
-    spec = BenchSpec(shape=(2, 3, 5), methods=("bmm",), rounds=2, min_block_s=0.0005)
-    results, inside, peak = [], [0], [0]
-    lock = threading.Lock()
-    original = worker._run
-
-    def tracked(s, t):
-        with lock:
-            inside[0] += 1
-            peak[0] = max(peak[0], inside[0])
-        try:
-            return original(s, t)
-        finally:
-            with lock:
-                inside[0] -= 1
-
-    worker._run = tracked
-    try:
-        threads = [
-            threading.Thread(target=lambda: results.append(worker.submit(spec))) for _ in range(3)
-        ]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(timeout=60)
-    finally:
-        worker._run = original
-    assert len(results) == 3 and peak[0] == 1
-
-
 @pytest.mark.parametrize(
     ("n", "text"),
     [
@@ -463,177 +352,6 @@ def test_format_rate_reads_like_a_person_writes(rate, text):
 def test_formatted_values_are_never_a_rounded_zero(fmt, value):
     number, unit = getattr(bench, fmt)(value).split(" ")
     assert float(number) > 0 and unit
-
-
-# --- the worker as a bounded guest ---
-
-
-def _proc_limits(pid: int) -> dict[str, str]:
-    with open(f"/proc/{pid}/limits", encoding="ascii") as f:
-        rows = {line[:26].strip(): line[26:].split() for line in f if line.startswith("Max ")}
-    return {"as": rows["Max address space"][0], "cpu": rows["Max cpu time"][0]}
-
-
-def _proc_nice(pid: int) -> int:
-    with open(f"/proc/{pid}/stat", encoding="ascii") as f:
-        return int(f.read().rsplit(")", 1)[1].split()[16])
-
-
-@pytest.mark.slow
-def test_worker_runs_niced_under_an_address_space_and_cpu_limit(worker):
-    recs = worker.submit(BenchSpec(shape=(2, 3, 5), methods=("bmm",), rounds=2, min_block_s=0.0005))
-    assert recs[0]["method"] == "floor"
-    limits = _proc_limits(worker.pid)
-    assert _proc_nice(worker.pid) == min(19, _proc_nice(os.getpid()) + worker_module.NICE)
-    assert limits["cpu"] != "unlimited"  # set for the job just run
-    if not torch.cuda.is_available():
-        assert limits["as"] != "unlimited"
-
-
-def test_address_space_limit_leaves_room_for_the_largest_allowed_job():
-    limits = {"memory_fraction": 0.5, "max_input_bytes": 2**28}
-    limit = worker_module.address_space_limit(limits, baseline_bytes=2**29)
-    assert limit == 2**29 + worker_module.MEMORY_FACTOR * 2**28 + worker_module.AS_SLACK_BYTES
-
-
-@pytest.mark.parametrize(
-    ("methods", "says"),
-    [
-        (("einsum",) * 200, "at most once"),
-        (("bmm", "bmm"), "at most once"),
-        (("bmm", "rm -rf /"), "must be one of"),
-        ((), "at least one method"),
-    ],
-)
-def test_check_spec_refuses_forged_methods_with_a_plain_message(methods, says):
-    with pytest.raises(AttnvizError, match=says):
-        check_spec(BenchSpec(shape=(2, 3, 5), methods=methods))
-
-
-@pytest.mark.parametrize(
-    ("change", "says"), [({"rounds": 0}, "rounds"), ({"min_block_s": 60.0}, "min_block_s")]
-)
-def test_check_spec_bounds_rounds_and_block_length(change, says):
-    with pytest.raises(AttnvizError, match=says):
-        check_spec(BenchSpec(shape=(2, 3, 5), **change))
-
-
-@pytest.mark.parametrize(
-    ("small", "large"),
-    [
-        (BenchSpec(shape=(64, 1024, 1024), methods=("einsum",)), BenchSpec(shape=(64, 1024, 1024))),
-        (BenchSpec(shape=(2, 3, 5)), BenchSpec(shape=(64, 1024, 1024))),
-        (BenchSpec(shape=(2, 3, 5), rounds=5), BenchSpec(shape=(2, 3, 5), rounds=50)),
-    ],
-    ids=["fewer-methods", "smaller-size", "fewer-rounds"],
-)
-def test_job_budget_grows_with_the_request(small, large):
-    assert 0 < worker_module.job_budget_s(small) < worker_module.job_budget_s(large)
-
-
-@pytest.mark.slow
-def test_a_second_job_of_one_owner_is_refused_while_the_first_runs(worker):
-    started = threading.Event()
-    original = worker._run
-
-    def slow_run(spec, limit):
-        started.set()
-        time.sleep(1.0)
-        return original(spec, limit)
-
-    worker._run = slow_run
-    errors, spec = [], BenchSpec(shape=(2, 3, 5), methods=("bmm",), rounds=2, min_block_s=0.0005)
-    try:
-        first = threading.Thread(target=lambda: worker.submit(spec, owner="session-a"))
-        first.start()
-        assert started.wait(30)
-        try:
-            worker.submit(spec, owner="session-a")
-        except AttnvizError as e:
-            errors.append(str(e))
-        first.join(timeout=60)
-    finally:
-        worker._run = original
-    assert errors and "previous benchmark is still waiting or running" in errors[0]
-    assert worker.submit(spec, owner="session-a")[0]["method"] == "floor"  # free again
-
-
-def test_an_exception_inside_the_worker_is_answered_plainly(monkeypatch):
-    def broken(spec, **limits):
-        raise ValueError("zip() argument 2 is shorter than argument 1")
-
-    monkeypatch.setattr(worker_module, "run_spec", broken)
-    spec = BenchSpec(shape=(2, 3, 5), methods=("bmm",)).as_dict()
-    job_id, status, message = worker_module.answer(7, spec, {}, before_run=lambda s: None)
-    assert (job_id, status) == (7, "error")
-    assert "zip" not in message and "ValueError" not in message and "failed" in message
-
-
-def test_a_refused_spec_inside_the_worker_is_answered_with_its_reason():
-    spec = BenchSpec(shape=(2, 3, 5), methods=("bmm",)).as_dict() | {"methods": ["bmm", "bmm"]}
-    _id, status, message = worker_module.answer(1, spec, {}, before_run=lambda s: None)
-    assert status == "refused" and "at most once" in message
-
-
-# --- a request from the browser ---
-
-OFFERED = request.offered_sizes(512 * 2**20)
-
-
-@pytest.mark.parametrize(
-    ("methods", "want"),
-    [
-        (["einsum"] * 20, ("einsum",)),
-        (["bmm", "einsum", "bmm", "einsum"], ("bmm", "einsum")),
-        (("fused",), ("fused",)),
-    ],
-)
-def test_request_keeps_each_method_once_in_order(methods, want):
-    spec = request.parse_request("cpu", (2, 3, 5), methods, devices=["cpu"], sizes=OFFERED)
-    assert spec.methods == want
-
-
-@pytest.mark.parametrize(
-    ("device", "size", "methods", "says"),
-    [
-        ("cuda:7", (2, 3, 5), ["bmm"], "device must be one of cpu"),
-        (["cpu"], (2, 3, 5), ["bmm"], "device must be one of cpu"),
-        ("cpu", "2x3x5", ["bmm"], "offered B × T × H"),
-        ("cpu", (2, 3, True), ["bmm"], "offered B × T × H"),
-        ("cpu", (2, 3, 5, 7), ["bmm"], "offered B × T × H"),
-        ("cpu", (0, 3, 5), ["bmm"], "at least 1"),
-        ("cpu", (2, 3, 5), ["einsum"] * 300, "picked from the list"),
-        ("cpu", (2, 3, 5), "bmm", "picked from the list"),
-        ("cpu", (2, 3, 5), ["<b>bold</b>"], "must be one of"),
-        ("cpu", (2, 3, 5), [3], "must be one of"),
-        ("cpu", (64, 1024, 1024), ["loop"], "must be one of"),
-        ("cpu", (2, 3, 5), [], "at least one method"),
-    ],
-)
-def test_forged_request_gives_a_plain_message_without_the_visitors_text(
-    device, size, methods, says
-):
-    with pytest.raises(AttnvizError, match=re.escape(says)) as e:
-        request.parse_request(device, size, methods, devices=["cpu"], sizes=OFFERED)
-    assert "<b>" not in str(e.value) and "cuda:7" not in str(e.value)
-
-
-@pytest.mark.parametrize(
-    ("size", "want"),
-    [
-        ((4096, 4096, 4096), OFFERED[-1]),  # larger than anything offered: the largest
-        ((3, 3, 5), (2, 3, 5)),  # between two offered sizes: the one below
-        ((1, 1, 1), (2, 3, 5)),  # below every offered size: the smallest
-        ([4, 16, 32], (4, 16, 32)),  # a list, as JSON sends it
-    ],
-)
-def test_a_size_not_offered_is_clamped_to_an_offered_one(size, want):
-    assert request.parse_size(size, OFFERED) == want
-
-
-def test_offered_methods_leave_out_the_loop_at_large_sizes():
-    assert "loop" in request.offered_methods((2, 3, 5))
-    assert "loop" not in request.offered_methods((64, 1024, 1024))
 
 
 # --- ranking: the order a sweep shows, with ties where the rounds overlap ---

@@ -7,6 +7,7 @@ Skips with the reason where /usr/bin/chromium or playwright is missing (`.ci/run
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -48,7 +49,8 @@ def server():
     cmd += ["--server.address", "127.0.0.1", "--server.headless", "true"]
     cmd += ["--server.fileWatcherType", "none"]
     SHOTS.mkdir(parents=True, exist_ok=True)
-    with open(SHOTS.parent / "streamlit.log", "w") as log:
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")  # two workers may each serve the app
+    with open(SHOTS.parent / f"streamlit{'-' + worker if worker else ''}.log", "w") as log:
         yield from _serve(cmd, port, log)
 
 
@@ -328,7 +330,14 @@ def test_performance_times_the_methods(browser, server):
     has_gpu = torch.cuda.is_available() or torch.backends.mps.is_available()
     assert ("No GPU on this server" in page.inner_text("body")) != has_gpu
     page.get_by_role("button", name="Time them").click()
-    page.wait_for_selector('[data-testid="stDataFrame"]', timeout=WAIT_MS)
+    # the server's benchmark worker runs niced; on a machine busy with CPU-bound work it may be
+    # refused at its wall limit (WALL_SLACK x its budget, attnviz/bench/worker.py) with a plain
+    # message: an expected failure then, reported as such, never a pass
+    refused = page.get_by_text(re.compile("did not finish within|used up its CPU-time budget"))
+    page.locator('[data-testid="stDataFrame"]').or_(refused).first.wait_for(timeout=3 * WAIT_MS)
+    if refused.count():
+        _no_exception_box(page)
+        pytest.xfail(f"the niced benchmark worker was starved: {refused.first.inner_text()}")
     _settle(page)
     page.wait_for_timeout(500)
     methods = [r[0] for r in _frame(page, 0)]

@@ -120,8 +120,16 @@ def _record(code: str = "ACDEFGHJK", **kw) -> ClassRecord:
     return ClassRecord(code=code, **{**base, **kw})
 
 
-def _room(store, **limits) -> Classroom:
-    return Classroom(store, Limits(**limits))
+def _room(store, clock=time.time, **limits) -> Classroom:
+    return Classroom(store, Limits(**limits), clock=clock)
+
+
+def _mid_window_clock():
+    """A fixed moment a second into a minute five minutes ahead: the rate limits count in windows
+    aligned to the minute, so calls made with the real clock across a minute's end (a busy machine
+    makes that likelier) would start a fresh count; five minutes ahead, no key expires meanwhile."""
+    moment = float((int(time.time()) // 60 + 5) * 60 + 1)
+    return lambda: moment
 
 
 def _question(qid: str):
@@ -386,7 +394,7 @@ def test_a_class_expires_after_its_time(store):
 
 
 def test_failed_joins_are_rate_limited_per_client(store):
-    room = _room(store, failed_joins_per_client_per_min=3)
+    room = _room(store, _mid_window_clock(), failed_joins_per_client_per_min=3)
     started = room.start()
     for _ in range(3):
         with pytest.raises(ClassError) as e:
@@ -399,7 +407,7 @@ def test_failed_joins_are_rate_limited_per_client(store):
 
 
 def test_failed_joins_are_rate_limited_for_the_whole_server(store):
-    room = _room(store, failed_joins_per_min=4)
+    room = _room(store, _mid_window_clock(), failed_joins_per_min=4)
     for i in range(4):
         with pytest.raises(ClassError):
             room.join("bad code", "a" * 16, client=f"c{i}")
@@ -409,7 +417,7 @@ def test_failed_joins_are_rate_limited_for_the_whole_server(store):
 
 
 def test_answers_are_rate_limited_per_student(store):
-    room = _room(store, answers_per_student_per_min=5)
+    room = _room(store, _mid_window_clock(), answers_per_student_per_min=5)
     started = room.start()
     q = _question("sum_axis")
     room.join(started.code, "a" * 16)
@@ -423,7 +431,9 @@ def test_answers_are_rate_limited_per_student(store):
 
 def test_the_rate_limit_holds_across_replicas(backend):
     _, make = backend
-    one, two = _room(make(), failed_joins_per_client_per_min=2), _room(make())
+    clock = _mid_window_clock()
+    one = _room(make(), clock, failed_joins_per_client_per_min=2)
+    two = _room(make(), clock)
     for room in (one, two):
         with pytest.raises(ClassError):
             room.join("ACD-EFG-HJK", "a" * 16, client="x")

@@ -437,6 +437,7 @@ def test_result_rejects_an_unknown_status():
         CheckResult("x", "maybe", "")
 
 
+@pytest.mark.slow  # a fresh interpreter importing torch (~2 s); test_layers checks the rule fast
 def test_exercises_import_without_the_web_stack():
     import subprocess
     import sys

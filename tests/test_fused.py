@@ -141,6 +141,7 @@ def test_small_batch_splits_t_on_a_gpu_sized_machine():
     assert cfg["SPLIT"] > 1
 
 
+@pytest.mark.slow  # a fresh interpreter importing torch (~2 s)
 def test_attnviz_works_without_triton():
     code = textwrap.dedent(
         """
@@ -223,6 +224,7 @@ def kernel_results(tmp_path_factory):
     return torch.load(path)
 
 
+@pytest.mark.slow  # one fresh interpreter runs every case in Triton's interpreter (~3.5 s)
 @pytest.mark.parametrize(
     ("name", "shape", "dtype", "kw"), KERNEL_CASES, ids=[c[0] for c in KERNEL_CASES]
 )

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 BLOCK = """
 import sys
@@ -37,6 +39,7 @@ def test_library_and_figures_import_without_streamlit():
     assert done.returncode == 0, done.stderr[-2000:]
 
 
+@pytest.mark.slow  # the check of the check: a second fresh interpreter (~2 s)
 def test_blocking_streamlit_really_blocks_it():
     done = subprocess.run(
         [sys.executable, "-c", BLOCK, "attnviz.ui.boundary"],

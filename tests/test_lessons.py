@@ -8,7 +8,6 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parents[1]
 LESSONS = ROOT / "lessons"
@@ -94,14 +93,18 @@ def test_setup_cell_installs_only_where_attnviz_is_missing():
     assert "%pip install" in setup and "--no-deps" in setup
 
 
+def _client(nb: nbformat.NotebookNode, folder: Path):
+    """A notebook runner (nbclient is imported here: the inner loop runs no notebook)."""
+    from nbclient import NotebookClient
+
+    return NotebookClient(
+        nb, timeout=180, kernel_name="python3", resources={"metadata": {"path": str(folder)}}
+    )
+
+
 def _run(path: Path) -> nbformat.NotebookNode:
     nb = nbformat.read(path, as_version=4)
-    client = NotebookClient(
-        nb,
-        timeout=180,
-        kernel_name="python3",
-        resources={"metadata": {"path": str(path.parent)}},
-    )
+    client = _client(nb, path.parent)
     client.execute()
     return nb
 
@@ -246,9 +249,7 @@ def test_student_notebook_runs_to_the_end_with_wrong_answers(lesson, name):
     answers = WRONG_ANSWERS[lesson][name]
     nb = nbformat.read(LESSONS / f"{lesson}.ipynb", as_version=4)
     assert _paste(nb, answers) == len(answers)
-    client = NotebookClient(
-        nb, timeout=180, kernel_name="python3", resources={"metadata": {"path": str(LESSONS)}}
-    )
+    client = _client(nb, LESSONS)
     client.execute()  # raises CellExecutionError if any cell fails
     statuses = _statuses(nb)
     assert len(statuses) == _n_checks(nb)

@@ -12,6 +12,7 @@ sizes read from the DOM (>= 24 px on the projector, >= 12 px and never overlappi
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -296,9 +297,11 @@ def test_a_live_class_with_a_teacher_and_two_students(chromium, store_env, tmp_p
             page.screenshot(path=SHOTS / f"{kind}_{name}_last.png", full_page=True)
         server.stop()
         out = ROOT / "artifacts" / "live_class.json"
-        runs = json.loads(out.read_text()) if out.exists() else {}
-        runs[kind] = measured
-        out.write_text(json.dumps(runs, indent=1))
+        with open(out.with_suffix(".lock"), "w") as lock:  # the other store's run may be writing
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            runs = json.loads(out.read_text()) if out.exists() else {}
+            runs[kind] = measured
+            out.write_text(json.dumps(runs, indent=1))
 
 
 _CELLS = """() => {

@@ -22,6 +22,17 @@ TIME = re.compile(r"^\d+(\.\d+)? (ns|µs|ms|s)$")
 PERCENT = re.compile(r"^\d+(\.\d+)?%$")
 
 
+@pytest.fixture(scope="module", autouse=True)
+def wall_limit_for_a_busy_machine():
+    """The page's benchmark worker runs niced; beside two CPU-bound processes a tiny job passed its
+    wall limit (WALL_SLACK x its CPU budget). Here the slack is 20x; the CPU budget is unchanged."""
+    from attnviz.bench import worker as worker_module
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(worker_module, "WALL_SLACK", 20.0)
+        yield
+
+
 def _app() -> AppTest:
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)
     at._page_hash = calc_hash("performance")  # st.Page's url_path, as the navigation registers it
@@ -53,6 +64,7 @@ def test_performance_says_honestly_when_there_is_no_gpu():
     assert ("No GPU on this server" in _texts(at)) != has_gpu
 
 
+@pytest.mark.slow  # times every method for real (~3.5 s); the page's other checks stay fast
 def test_performance_times_every_chosen_method_against_the_floor():
     at = _timed(_app(), ["broadcast", "einsum"])
     assert not at.error

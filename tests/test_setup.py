@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -24,6 +26,7 @@ def test_ci_runs_readmes_test_command_verbatim():
     assert test_command in (ROOT / ".ci" / "run").read_text().splitlines()
 
 
+@pytest.mark.slow  # a fresh interpreter importing torch (~2 s); test_layers checks the rule fast
 def test_core_imports_without_the_web_stack():
     code = (
         "import sys, attnviz, attnviz.examples, attnviz.aggregation, attnviz.trace, attnviz.sandbox,"
