@@ -113,6 +113,16 @@ def _frame(values: np.ndarray, rows: list[str], cols: list[str]) -> pd.DataFrame
     return pd.DataFrame(edit.display_values(values), index=rows, columns=cols)
 
 
+def _text_frame(key: str, base: np.ndarray, rows: list[str], cols: list[str]) -> pd.DataFrame:
+    """The table an editor starts from, as text cells: built once per editor (its key names one
+    version of the example, and the editor shows its edits on top), then kept in the session for
+    that version, so a cell edit does not rebuild every table (st.data_editor copies its data)."""
+    kept = st.session_state["pg_frames"]
+    if key not in kept:
+        kept[key] = pd.DataFrame(edit.cell_texts(base), index=rows, columns=cols)
+    return kept[key]
+
+
 def _reset_editors(message: str) -> None:
     """A tampered editor state: rebuild every editor from the last valid example and say why."""
     ss = st.session_state
@@ -150,7 +160,7 @@ def _editor(
             c: st.column_config.TextColumn(c, width=CELL_WIDTH, max_chars=edit.MAX_TEXT)
             for c in cols
         }
-        frame = pd.DataFrame(edit.cell_texts(base), index=rows, columns=cols)
+        frame = _text_frame(key, base, rows, cols)
     st.caption(label)
     try:
         st.data_editor(frame, key=key, column_config=config, num_rows="fixed", width="content")
@@ -168,6 +178,8 @@ def _editors(choice: _controls.ExampleChoice) -> Current:
     -> the example in use (the edited one, or the last valid one while a cell is refused)."""
     ss = st.session_state
     base, version = ss["pg_base"], ss["pg_version"]
+    if ss.get("pg_frames_version") != version:  # a new base: the old version's tables go
+        ss["pg_frames"], ss["pg_frames_version"] = {}, version
     b, t, h = base["x"].shape
     left, right = st.columns([1.25, 1], gap="large")
     blocks: list[np.ndarray | None] = []
