@@ -134,15 +134,16 @@ class Draft:
         names = [k for k in self.layout if k.startswith(f"{letter}axis")]
         return names or [f"{letter}axis"]
 
-    def update_xaxes(self, row: int | None = None, col: int | None = None, **props) -> Draft:
-        for name in self._axes("x", row, col):
+    def _update_axes(self, letter: str, row: int | None, col: int | None, props: dict) -> Draft:
+        for name in self._axes(letter, row, col):
             merge(self.layout.setdefault(name, {}), props)
         return self
 
+    def update_xaxes(self, row: int | None = None, col: int | None = None, **props) -> Draft:
+        return self._update_axes("x", row, col, props)
+
     def update_yaxes(self, row: int | None = None, col: int | None = None, **props) -> Draft:
-        for name in self._axes("y", row, col):
-            merge(self.layout.setdefault(name, {}), props)
-        return self
+        return self._update_axes("y", row, col, props)
 
     def axis(self, name: str) -> dict:
         """One axis' properties (``"xaxis"``, ``"yaxis2"``...), created empty if it has none."""
