@@ -251,11 +251,12 @@ def test_a_live_class_with_a_teacher_and_two_students(chromium, store_env, tmp_p
 
         # mid-class: a new slide and question, one answer, then the server restarts
         teacher.get_by_role("button", name="Close the question").click()
+        teacher.get_by_role("button", name=re.compile("Ask the class")).wait_for(timeout=WAIT_MS)
         _settle(teacher)
-        for _ in range(4):  # 3 -> 7, the sum slide
+        for k in range(4, 8):  # 3 -> 7, the sum slide; like a teacher, look before the next click
             teacher.get_by_role("button", name="Next").click()
+            _on_slide(teacher, k)
             _settle(teacher)
-        _on_slide(teacher, 7)
         teacher.get_by_role("button", name=re.compile("Ask the class")).click()
         _on_slide(phone, 7)
         phone.get_by_text("axis 1, the words (T = 3)").click()
