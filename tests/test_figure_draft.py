@@ -4,7 +4,10 @@ validation while they build: here plotly validates every builder's figure, in ev
 
 from __future__ import annotations
 
+import json
+
 import plotly.graph_objects as go
+import plotly.io as pio
 import pytest
 import torch
 from plotly.subplots import make_subplots
@@ -141,3 +144,31 @@ def test_a_cell_outside_the_grid_is_refused():
     draft = Draft.grid(rows=1, cols=2)
     with pytest.raises(ValueError, match="row 2, col 1"):
         draft.add_trace({"type": "heatmap", "z": [[1]]}, row=2, col=1)
+
+
+@pytest.mark.parametrize("style", STYLES, ids=lambda s: s.name)
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+def test_a_drafts_json_is_its_figures_json(shape, style):
+    """The Playground sends ``Draft.to_json()`` (no go.Figure made): plotly's own JSON, template
+    and base64 arrays included, for every step of the story and a tensor with marked cells."""
+    x, w = _example(shape)
+    steps = trace.broadcast_steps(x, w)
+    zrange = figures.shared_zrange(steps)
+    drafts = {
+        f"step {i}": figures.step_draft(s, zrange=zrange, cell=cell, style=style)
+        for i, s in enumerate(steps)
+        for cell in (None, (0, shape[2] - 1))
+    }
+    drafts["3-D"] = figures.tensor_draft(x, title="x <b>", stretched=(2,), style=style)
+    for name, draft in drafts.items():
+        sent = json.loads(draft.to_json())
+        assert sent == json.loads(pio.to_json(draft.figure(), validate=False)), name
+        assert sent["layout"]["template"]["layout"], name  # plotly's default template is kept
+        assert draft.description and draft.description == figures.description(draft.figure())
+
+
+def test_a_steps_draft_and_figure_agree():
+    x, w = _example((2, 3, 5))
+    step = trace.broadcast_steps(x, w)[2]
+    fig, draft = figures.step_figure(step), figures.step_draft(step)
+    assert fig.to_dict() == draft.figure().to_dict()

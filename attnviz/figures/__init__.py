@@ -21,13 +21,15 @@ text in the figure at least 24 px, for the back row) or ``PHONE`` (panels stacke
 Building: the builders assemble traces and layout as plain dicts in a ``draft.Draft`` (the
 ``go.Figure`` calls they need, without plotly's per-call validation: 2-4 ms for a step figure
 instead of 20-180 ms) and make one ``go.Figure`` at the end; the tests validate every builder's
-figure with plotly.
+figure with plotly. ``step_draft`` and ``tensor_draft`` return that ``Draft`` itself, for a caller
+that only sends the figure's JSON (``Draft.to_json``, the same JSON without making the ``go.Figure``).
 """
 
 from attnviz.figures.broadcast import (
     alignment_figure,
     gradient_figure,
     provenance_figure,
+    step_draft,
     step_figure,
     story_figures,
     view_copy_figure,
@@ -36,6 +38,7 @@ from attnviz.figures.heatmap import (
     COLORSCALE,
     STRETCH_GLYPH,
     shared_zrange,
+    tensor_draft,
     tensor_figure,
 )
 from attnviz.figures.mistakes import mistake_figure, mistakes_figure
@@ -65,8 +68,10 @@ __all__ = [
     "mistakes_figure",
     "provenance_figure",
     "shared_zrange",
+    "step_draft",
     "step_figure",
     "story_figures",
+    "tensor_draft",
     "tensor_figure",
     "view_copy_figure",
 ]

@@ -20,6 +20,7 @@ from attnviz.figures.heatmap import (
     range_text,
     shared_zrange,
     square_cells,
+    tensor_draft,
     tensor_figure,
     to_numpy,
 )
@@ -70,10 +71,21 @@ def step_figure(
     outlined (see ``trace.feeding_cells``). The subtitle gives the code, the shape and, where they
     matter, the strides and the memory the step uses. style: see ``heatmap.Style``.
     """
+    return step_draft(step, zrange=zrange, cell=cell).figure()
+
+
+@styled
+def step_draft(
+    step: Step,
+    *,
+    zrange: tuple[float, float] | None = None,
+    cell: tuple[int, int] | None = None,
+) -> Draft:
+    """``step_figure`` as a ``Draft``: for a caller that wants only its JSON (``to_json``)."""
     if step.alignment is not None or step.value is None:
         assert step.alignment is not None
-        fig = alignment_figure(step.alignment, title=f"{step.title}", axis_names=step.axis_names)
-        return describe(fig, f"{step.title}. Code: {step.code}. " + fig.layout.meta["description"])
+        fig = alignment_draft(step.alignment, title=f"{step.title}", axis_names=step.axis_names)
+        return fig.describe(f"{step.title}. Code: {step.code}. " + fig.description)
     parts = [f"<b>{escape(step.code)}</b>", f"shape {step.shape}"]
     if step.strides is not None:
         parts.append(f"strides {step.strides}")
@@ -81,7 +93,7 @@ def step_figure(
         parts.append(f"a view of {step.view_of}: {step.new_bytes} new bytes")
     elif step.new_bytes:
         parts.append(f"{step.new_bytes} new bytes")
-    fig = tensor_figure(
+    fig = tensor_draft(
         step.value,
         title=step.title,
         subtitle=("<br>" if current_style().stack else " · ").join(parts),
@@ -92,7 +104,7 @@ def step_figure(
         highlight=feeding_cells(step, *cell) if cell is not None else (),
         highlight_note=None if cell is None else f"they feed weighted[{cell[0]}, {cell[1]}]",
     )
-    text = fig.layout.meta["description"]
+    text = fig.description
     extra = f" Code: {step.code}. Shape {step.shape}"
     extra += f", strides {step.strides}." if step.strides is not None else "."
     if step.checks:
@@ -101,7 +113,7 @@ def step_figure(
             f"{c.max_abs_diff:.1e})."
             for c in step.checks
         )
-    return describe(fig, text + extra + " " + step.explanation)
+    return fig.describe(text + extra + " " + step.explanation)
 
 
 @styled
@@ -124,6 +136,17 @@ def alignment_figure(
 
     axis_names: optional names of the result's axes (e.g. sentence, word, hidden), right-aligned.
     """
+    return alignment_draft(alignment, title=title, axis_names=axis_names).figure()
+
+
+@styled
+def alignment_draft(
+    alignment: Alignment,
+    *,
+    title: str | None = None,
+    axis_names: Sequence[str] = (),
+) -> Draft:
+    """``alignment_figure`` as a ``Draft``."""
     n = len(alignment.axes)
     names = list(axis_names)[-n:] if axis_names else []
     names = [""] * (n - len(names)) + names
@@ -237,7 +260,7 @@ def alignment_figure(
         f"result size. {alignment.explanation} Axis by axis: "
         + " ".join(m.explanation for m in alignment.axes)
     )
-    return fig.figure(text)
+    return fig.describe(text)
 
 
 def _short(label: str) -> str:

@@ -21,6 +21,8 @@ import functools
 from collections.abc import Sequence
 
 import plotly.graph_objects as go
+import plotly.io as pio
+from _plotly_utils.utils import convert_to_base64
 from plotly.subplots import make_subplots
 
 
@@ -63,6 +65,13 @@ def _grid(key: tuple) -> tuple[dict, dict]:
             else:
                 refs[(r + 1, c + 1)] = {"x": list(sub.x), "y": list(sub.y)}
     return layout, refs
+
+
+@functools.lru_cache(maxsize=4)
+def _template(name: str) -> dict:
+    """The template ``go.Figure`` puts in a figure's layout while ``name`` is plotly's default
+    (shared by every spec: ``to_json`` only reads it)."""
+    return go.Figure().to_dict()["layout"]["template"]
 
 
 def _frozen(value: object) -> object:
@@ -169,12 +178,31 @@ class Draft:
         merge(self.layout, props)
         return self
 
+    def describe(self, text: str) -> Draft:
+        """Set the plain-text description (``layout.meta["description"]``)."""
+        return self.update_layout(meta={"description": text})
+
+    @property
+    def description(self) -> str:
+        meta = self.layout.get("meta")
+        return str(meta.get("description", "")) if isinstance(meta, dict) else ""
+
     def figure(self, description: str | None = None) -> go.Figure:
         """The ``go.Figure`` (not validated again: tests validate every builder's output), with
         the plain-text description in ``layout.meta["description"]`` when one is given."""
         if description is not None:
-            self.update_layout(meta={"description": description})
+            self.describe(description)
         return go.Figure({"data": self.data, "layout": self.layout}, _validate=False)
+
+    def to_json(self) -> str:
+        """The JSON ``pio.to_json(self.figure(), validate=False)`` writes, without making the
+        ``go.Figure`` (3-4 ms for a step figure) and copying it back out (1-3 ms): numeric arrays
+        as plotly's base64 arrays, and plotly's default template, which ``go.Figure`` adds."""
+        spec = {"data": copy.deepcopy(self.data), "layout": copy.deepcopy(self.layout)}
+        convert_to_base64(spec)
+        if "template" not in spec["layout"]:
+            spec["layout"]["template"] = _template(str(pio.templates.default))
+        return pio.to_json(spec, validate=False)
 
 
 def heatmaps(draft: Draft) -> Sequence[dict]:

@@ -351,6 +351,35 @@ def tensor_figure(
     The description is in fig.layout.meta["description"]. style: a ``Style`` (text sizes and
     layout for a projector or a phone; default ``SCREEN``).
     """
+    return tensor_draft(
+        value,
+        title=title,
+        subtitle=subtitle,
+        axis_names=axis_names,
+        zrange=zrange,
+        stretched=stretched,
+        digits=digits,
+        name=name,
+        highlight=highlight,
+        highlight_note=highlight_note,
+    ).figure()
+
+
+@styled
+def tensor_draft(
+    value: Tensor | np.ndarray,
+    *,
+    title: str,
+    subtitle: str | None = None,
+    axis_names: Sequence[str] | None = None,
+    zrange: tuple[float, float] | None = None,
+    stretched: Sequence[int] = (),
+    digits: int = 3,
+    name: str = "tensor",
+    highlight: Sequence[Sequence[int]] = (),
+    highlight_note: str | None = None,
+) -> Draft:
+    """``tensor_figure`` as a ``Draft``: for a caller that wants only its JSON (``to_json``)."""
     st = current_style()
     arr = to_numpy(value)
     if arr.ndim not in (1, 2, 3):
@@ -444,7 +473,7 @@ def tensor_figure(
         cells = ", ".join(str(tuple(int(i) for i in idx)) for idx in np.argwhere(bold))
         why = f" ({highlight_note})" if highlight_note else ""
         text += f" Outlined in bold{why}: cells {cells}."
-    return fig.figure(text)
+    return fig.describe(text)
 
 
 def _plural(name: str) -> str:

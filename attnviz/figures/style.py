@@ -10,8 +10,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-import plotly.graph_objects as go
-
 #: Font sizes large enough for a laptop screen (PROJECTOR below is for the back row).
 FONT_SIZE = 18
 TITLE_SIZE = 22
@@ -48,7 +46,7 @@ PROJECTOR = Style("projector", font=26, title=30, cell=28, row_px=74, margin=120
 PHONE = Style("phone", font=14, title=16, cell=14, row_px=54, stack=True, margin=56, small=12)
 
 _STYLE: contextvars.ContextVar[Style] = contextvars.ContextVar("attnviz_style", default=SCREEN)
-_F = TypeVar("_F", bound=Callable[..., go.Figure])
+_F = TypeVar("_F", bound=Callable[..., object])  # go.Figure, or a Draft of one
 
 
 def current_style() -> Style:

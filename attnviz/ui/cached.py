@@ -31,6 +31,7 @@ from plotly.basedatatypes import BaseFigure
 
 import attnviz
 from attnviz import examples, figures, trace
+from attnviz.figures.draft import Draft
 
 TTL = "20m"
 PLOT_CONFIG = {
@@ -66,7 +67,9 @@ class Spec:
     description: str
 
     @classmethod
-    def of(cls, fig: go.Figure) -> Spec:
+    def of(cls, fig: go.Figure | Draft) -> Spec:
+        if isinstance(fig, Draft):  # the same JSON, without making and unmaking a go.Figure
+            return cls(fig.to_json(), fig.description)
         return cls(pio.to_json(fig, validate=False), figures.description(fig))
 
 
@@ -224,7 +227,7 @@ def _steps_table(b: int, t: int, h: int) -> str:
 def step_figure(x: np.ndarray, wa: np.ndarray, i: int) -> Spec:
     """Step i's figure, on the colour range shared by the whole story."""
     story, zrange = _story(x, wa)
-    return Spec.of(figures.step_figure(story[i], zrange=zrange))
+    return Spec.of(figures.step_draft(story[i], zrange=zrange))
 
 
 def step_html(x: np.ndarray, wa: np.ndarray, i: int) -> str:
@@ -257,7 +260,7 @@ def result_figure(x: np.ndarray, wa: np.ndarray) -> Spec:
     """The result weighted (B, H) as a heatmap whose cells can be clicked."""
     story, zrange = _story(x, wa)
     result = story[-1].value  # (B, H)
-    fig = figures.tensor_figure(
+    fig = figures.tensor_draft(
         result,
         title="weighted: click a cell",
         axis_names=("sentence", "hidden"),
@@ -266,13 +269,16 @@ def result_figure(x: np.ndarray, wa: np.ndarray) -> Spec:
     )
     # heatmaps can't be selected by a click; invisible markers on the cell centres can
     b, h = result.shape
-    fig.add_scatter(
-        x=[j for _ in range(b) for j in range(h)],
-        y=[i for i in range(b) for _ in range(h)],
-        mode="markers",
-        marker={"size": 36, "opacity": 0, "symbol": "square"},
-        hovertemplate="weighted[%{y}, %{x}]: click to see its sum<extra></extra>",
-        showlegend=False,
+    fig.add_trace(
+        {
+            "type": "scatter",
+            "x": [j for _ in range(b) for j in range(h)],
+            "y": [i for i in range(b) for _ in range(h)],
+            "mode": "markers",
+            "marker": {"size": 36, "opacity": 0, "symbol": "square"},
+            "hovertemplate": "weighted[%{y}, %{x}]: click to see its sum<extra></extra>",
+            "showlegend": False,
+        }
     )
     fig.update_layout(clickmode="event+select", dragmode=False)
     return Spec.of(fig)
