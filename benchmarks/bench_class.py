@@ -124,12 +124,23 @@ class Student:
                 self.skipped[kind] += 1
                 return
             self._note(kind, t0, run)
-            # A browser's other requests (health pings) carry the cookie too: same replica?
-            r = s.http.get(f"{self.target}/_stcore/health", timeout=self.timeout)
-            if r.headers.get(serve.REPLICA_HEADER):
-                self.replicas.add(r.headers[serve.REPLICA_HEADER])
         except (ProtocolError, OSError, KeyError) as exc:
             self._note(kind, t0, None, f"{type(exc).__name__}: {exc}")
+
+    def check_affinity(self) -> None:
+        """A browser's other requests (a health ping on reconnecting, uploads, media) carry the
+        session's cookie: after the class, one such request must reach the same replica. (Once,
+        not after every action: a connected browser sends no HTTP request per click, and a ping
+        per action added ~2 ms of server CPU to each.)"""
+        if self.session is None or self.session._ws is None:
+            return
+        try:
+            r = self.session.http.get(f"{self.target}/_stcore/health", timeout=self.timeout)
+        except OSError as exc:
+            self.records.append(Record("affinity", 0.0, False, f"{type(exc).__name__}: {exc}"))
+            return
+        if r.headers.get(serve.REPLICA_HEADER):
+            self.replicas.add(r.headers[serve.REPLICA_HEADER])
 
     def _page_text(self) -> str:
         return "\n".join(e.text for e in self.session.tree.values() if e.text)
@@ -359,7 +370,7 @@ def summarise(
     for st in students:
         for rec in st.records:
             by_kind[rec.kind].append(rec)
-            if rec.kind not in ("first_load", "seen_after_move"):
+            if rec.kind not in ("first_load", "seen_after_move", "affinity"):
                 by_kind["interaction"].append(rec)
     stats = {}
     for kind, recs in by_kind.items():
@@ -476,10 +487,13 @@ def run_class(
             extra = follow(crowd, duration, move_every, _classroom(class_store, data_dir), 12, pids)
         else:
             extra = think(crowd, actions, duration, ramp, pids)
+        after = usage(pids)  # before the affinity pings: they are not what students do
+        for st in crowd:
+            st.check_affinity()
     finally:
         for st in crowd:
             st.close()
-    rep = summarise(crowd, extra, before, usage(pids), proxied)
+    rep = summarise(crowd, extra, before, after, proxied)
     rep["client_cpu_s"] = time.process_time() - client0
     return rep
 
