@@ -11,7 +11,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from attnviz.errors import AttnvizError
-from attnviz.figures.draft import Draft
+from attnviz.figures.draft import Draft, figure_builder
 from attnviz.figures.heatmap import (
     STRETCH_GLYPH,
     base_layout,
@@ -58,30 +58,20 @@ _GLYPH = {EQUAL: "=", STRETCHED: STRETCH_GLYPH, CLASH: "✗"}
 
 
 @styled
-def step_figure(
-    step: Step,
-    *,
-    zrange: tuple[float, float] | None = None,
-    cell: tuple[int, int] | None = None,
-) -> go.Figure:
-    """The figure of one step: the alignment diagram for "align", else a heatmap of its value.
-
-    zrange: a shared colour range for the story (see ``shared_zrange``). cell: (b, h) of a result
-    cell to follow through the story: the cells of this step that feed weighted[b, h] are
-    outlined (see ``trace.feeding_cells``). The subtitle gives the code, the shape and, where they
-    matter, the strides and the memory the step uses. style: see ``heatmap.Style``.
-    """
-    return step_draft(step, zrange=zrange, cell=cell).figure()
-
-
-@styled
 def step_draft(
     step: Step,
     *,
     zrange: tuple[float, float] | None = None,
     cell: tuple[int, int] | None = None,
 ) -> Draft:
-    """``step_figure`` as a ``Draft``: for a caller that wants only its JSON (``to_json``)."""
+    """The figure of one step: the alignment diagram for "align", else a heatmap of its value.
+
+    zrange: a shared colour range for the story (see ``shared_zrange``). cell: (b, h) of a result
+    cell to follow through the story: the cells of this step that feed weighted[b, h] are
+    outlined (see ``trace.feeding_cells``). The subtitle gives the code, the shape and, where they
+    matter, the strides and the memory the step uses. style: see ``heatmap.Style``.
+    -> the ``Draft`` (``step_figure``: the same, as a ``go.Figure``).
+    """
     if step.alignment is not None or step.value is None:
         assert step.alignment is not None
         fig = alignment_draft(step.alignment, title=f"{step.title}", axis_names=step.axis_names)
@@ -116,6 +106,9 @@ def step_draft(
     return fig.describe(text + extra + " " + step.explanation)
 
 
+step_figure = figure_builder(step_draft)  # the same arguments -> a go.Figure
+
+
 @styled
 def story_figures(steps: Sequence[Step], *, cell: tuple[int, int] | None = None) -> list[go.Figure]:
     """step_figure for every step, with one colour range shared by all of them (and the cells
@@ -125,28 +118,18 @@ def story_figures(steps: Sequence[Step], *, cell: tuple[int, int] | None = None)
 
 
 @styled
-def alignment_figure(
-    alignment: Alignment,
-    *,
-    title: str | None = None,
-    axis_names: Sequence[str] = (),
-) -> go.Figure:
-    """The right-aligned shape comparison as a grid: one column per axis, rows for each shape, the
-    outcome (= equal, ↔ stretched from 1, ✗ clash) and the result size.
-
-    axis_names: optional names of the result's axes (e.g. sentence, word, hidden), right-aligned.
-    """
-    return alignment_draft(alignment, title=title, axis_names=axis_names).figure()
-
-
-@styled
 def alignment_draft(
     alignment: Alignment,
     *,
     title: str | None = None,
     axis_names: Sequence[str] = (),
 ) -> Draft:
-    """``alignment_figure`` as a ``Draft``."""
+    """The right-aligned shape comparison as a grid: one column per axis, rows for each shape, the
+    outcome (= equal, ↔ stretched from 1, ✗ clash) and the result size.
+
+    axis_names: optional names of the result's axes (e.g. sentence, word, hidden), right-aligned.
+    -> the ``Draft`` (``alignment_figure``: the same, as a ``go.Figure``).
+    """
     n = len(alignment.axes)
     names = list(axis_names)[-n:] if axis_names else []
     names = [""] * (n - len(names)) + names
@@ -261,6 +244,9 @@ def alignment_draft(
         + " ".join(m.explanation for m in alignment.axes)
     )
     return fig.describe(text)
+
+
+alignment_figure = figure_builder(alignment_draft)  # the same arguments -> a go.Figure
 
 
 def _short(label: str) -> str:

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import copy
 import functools
-from collections.abc import Sequence
+import inspect
+from collections.abc import Callable, Sequence
 
 import plotly.graph_objects as go
 import plotly.io as pio
@@ -203,6 +204,19 @@ class Draft:
         if "template" not in spec["layout"]:
             spec["layout"]["template"] = _template(str(pio.templates.default))
         return pio.to_json(spec, validate=False)
+
+
+def figure_builder(draft_builder: Callable[..., Draft]) -> Callable[..., go.Figure]:
+    """The ``go.Figure`` builder of a ``Draft`` builder (``tensor_draft`` -> ``tensor_figure``):
+    the same arguments and docs, and ``.figure()`` of the ``Draft`` it returns."""
+
+    @functools.wraps(draft_builder)
+    def build(*args, **kwargs) -> go.Figure:
+        return draft_builder(*args, **kwargs).figure()
+
+    build.__name__ = build.__qualname__ = draft_builder.__name__.replace("_draft", "_figure")
+    build.__signature__ = inspect.signature(draft_builder).replace(return_annotation="go.Figure")
+    return build
 
 
 def heatmaps(draft: Draft) -> Sequence[dict]:

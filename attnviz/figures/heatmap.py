@@ -12,13 +12,12 @@ import math
 from collections.abc import Iterable, Sequence
 
 import numpy as np
-import plotly.graph_objects as go
 import torch
 from torch import Tensor
 
 from attnviz.errors import AttnvizError
 from attnviz.examples import AXIS_NAMES
-from attnviz.figures.draft import Draft, heatmaps
+from attnviz.figures.draft import Draft, figure_builder, heatmaps
 from attnviz.figures.style import (
     FONT_FAMILY,
     current_style,
@@ -325,47 +324,6 @@ def _stretch_note(
 
 
 @styled
-def tensor_figure(
-    value: Tensor | np.ndarray,
-    *,
-    title: str,
-    subtitle: str | None = None,
-    axis_names: Sequence[str] | None = None,
-    zrange: tuple[float, float] | None = None,
-    stretched: Sequence[int] = (),
-    digits: int = 3,
-    name: str = "tensor",
-    highlight: Sequence[Sequence[int]] = (),
-    highlight_note: str | None = None,
-) -> go.Figure:
-    """A heatmap of a 1-D, 2-D or 3-D tensor with its number in every cell.
-
-    value: (N,), (R, C) or (B, R, C); a 3-D tensor gets one panel per sentence (index 0).
-    title: plain text (escaped, so user text is safe); subtitle may use plotly's <b>/<br> subset.
-    axis_names: one per axis (defaults: word; sentence, word; sentence, word, hidden).
-    zrange: the colour range, made zero-centred (default: from this tensor alone).
-    stretched: axes that exist only by broadcasting (stride 0); cells past index 0 along them are
-    drawn with a dotted border and the glyph ↔, and an annotation names the stretched axis.
-    highlight: full indices of cells to outline (thick solid border, bold number), e.g. the cells
-    that feed one result cell; highlight_note says why, in the description.
-    The description is in fig.layout.meta["description"]. style: a ``Style`` (text sizes and
-    layout for a projector or a phone; default ``SCREEN``).
-    """
-    return tensor_draft(
-        value,
-        title=title,
-        subtitle=subtitle,
-        axis_names=axis_names,
-        zrange=zrange,
-        stretched=stretched,
-        digits=digits,
-        name=name,
-        highlight=highlight,
-        highlight_note=highlight_note,
-    ).figure()
-
-
-@styled
 def tensor_draft(
     value: Tensor | np.ndarray,
     *,
@@ -379,7 +337,20 @@ def tensor_draft(
     highlight: Sequence[Sequence[int]] = (),
     highlight_note: str | None = None,
 ) -> Draft:
-    """``tensor_figure`` as a ``Draft``: for a caller that wants only its JSON (``to_json``)."""
+    """A heatmap of a 1-D, 2-D or 3-D tensor with its number in every cell.
+
+    value: (N,), (R, C) or (B, R, C); a 3-D tensor gets one panel per sentence (index 0).
+    title: plain text (escaped, so user text is safe); subtitle may use plotly's <b>/<br> subset.
+    axis_names: one per axis (defaults: word; sentence, word; sentence, word, hidden).
+    zrange: the colour range, made zero-centred (default: from this tensor alone).
+    stretched: axes that exist only by broadcasting (stride 0); cells past index 0 along them are
+    drawn with a dotted border and the glyph ↔, and an annotation names the stretched axis.
+    highlight: full indices of cells to outline (thick solid border, bold number), e.g. the cells
+    that feed one result cell; highlight_note says why, in the description.
+    The description is in fig.layout.meta["description"]. style: a ``Style`` (text sizes and
+    layout for a projector or a phone; default ``SCREEN``). -> the ``Draft`` (``tensor_figure``:
+    the same, as a ``go.Figure``).
+    """
     st = current_style()
     arr = to_numpy(value)
     if arr.ndim not in (1, 2, 3):
@@ -474,6 +445,9 @@ def tensor_draft(
         why = f" ({highlight_note})" if highlight_note else ""
         text += f" Outlined in bold{why}: cells {cells}."
     return fig.describe(text)
+
+
+tensor_figure = figure_builder(tensor_draft)  # the same arguments -> a go.Figure
 
 
 def _plural(name: str) -> str:
