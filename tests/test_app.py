@@ -572,3 +572,13 @@ def test_error_boundary_shows_an_attnviz_error_as_is():
 
     at = AppTest.from_function(script, default_timeout=TIMEOUT).run()
     assert "(2, 4) does not fit" in at.error[0].value
+
+
+def test_back_and_next_name_the_step_they_go_to():
+    """A press whose callback Streamlit runs twice moves one step: the buttons carry their target."""
+    at = _app()
+    at.button(key="pg_next").click().run()
+    meta = at.session_state._state._state._new_widget_state.widget_metadata
+    bound = {k: meta[at.button(key=k).id].callback_args for k in ("pg_back", "pg_next")}
+    assert at.session_state["pg_step"] == 1
+    assert bound == {"pg_back": (0,), "pg_next": (2,)}

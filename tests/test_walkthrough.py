@@ -335,3 +335,24 @@ def test_a_students_link_keeps_their_answers_across_a_reconnect():
     again = _app(address)  # a new session on the same link, as after a server restart
     assert again.session_state["wt_me"] == student.session_state["wt_me"]
     assert "Your answer: axis 1" in _texts(again)
+
+
+def _bound(at: AppTest, key: str):
+    """The callback and arguments a button was drawn with: what Streamlit runs for its press, and
+    what it runs again when a new request replaces the run the press started."""
+    meta = at.session_state._state._state._new_widget_state.widget_metadata
+    m = meta[at.button(key=key).id]
+    return m.callback, m.callback_args, m.callback_kwargs
+
+
+def test_a_slide_button_names_the_slide_it_goes_to():
+    """A press Streamlit applies twice (its run replaced mid-way) must not move the class two
+    slides: each button carries its target, drawn on slide 5 of n."""
+    at = _app({"slide": "5"})
+    n = _n_slides(at)
+    targets = {"wt_first": 1, "wt_back": 4, "wt_next": 6, "wt_last": n}
+    for key, slide in targets.items():
+        _, _, kwargs = _bound(at, key)
+        assert kwargs == {"to": slide}, key
+    _click(at, "wt_next")
+    assert _slide(at) == 6 and _bound(at, "wt_next")[2] == {"to": 7}

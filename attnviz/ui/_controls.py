@@ -146,9 +146,12 @@ def example_controls(on_preset: Callable[[], None], on_resize: Callable[[], None
 def step_controls(n_steps: int) -> tuple[int, bool]:
     """Back / Next through the steps, or all at once. Returns (step index, show all)."""
     whole("pg_step", 0, n_steps - 1, 0)
+    step = int(st.session_state["pg_step"])
 
-    def move(delta: int) -> None:
-        st.session_state["pg_step"] = min(max(st.session_state["pg_step"] + delta, 0), n_steps - 1)
+    def move(to: int) -> None:
+        # the step the button was drawn for (Next on step i says i + 1), not a step from where
+        # the page is now: a press whose callback Streamlit runs twice still moves once
+        st.session_state["pg_step"] = min(max(to, 0), n_steps - 1)
         st.session_state["pg_step_moved"] = True
 
     # one row (a horizontal container: one block on the page, where columns are five)
@@ -160,8 +163,8 @@ def step_controls(n_steps: int) -> tuple[int, bool]:
         "Back",
         key="pg_back",
         on_click=callback(move, "pg_"),
-        args=(-1,),
-        disabled=show_all or st.session_state["pg_step"] == 0,
+        args=(step - 1,),
+        disabled=show_all or step == 0,
         icon=":material/arrow_back:",
         width=110,
     )
@@ -169,8 +172,8 @@ def step_controls(n_steps: int) -> tuple[int, bool]:
         "Next",
         key="pg_next",
         on_click=callback(move, "pg_"),
-        args=(1,),
-        disabled=show_all or st.session_state["pg_step"] == n_steps - 1,
+        args=(step + 1,),
+        disabled=show_all or step == n_steps - 1,
         icon=":material/arrow_forward:",
         width=110,
         type="primary",
@@ -178,7 +181,7 @@ def step_controls(n_steps: int) -> tuple[int, bool]:
     if (back or ahead) and not st.session_state.pop("pg_step_moved", False):
         # A click whose callback could not run: the session was rebuilt on another replica
         # (attnviz.ui.resume), where the buttons did not exist yet. The click still counts.
-        move(-1 if back else 1)
+        move(step - 1 if back else step + 1)
     st.session_state.pop("pg_step_moved", None)
     if not show_all:
         row.markdown(f"**Step {st.session_state['pg_step'] + 1} of {n_steps}**", width="content")

@@ -219,12 +219,16 @@ def _init() -> None:
     ss["wt_ready"] = True
 
 
-def go_to(n: int, *, delta: int = 0, to: int | None = None) -> None:
-    """The slide buttons' callback: a teacher moves the class; a student steps away from it."""
+def go_to(n: int, *, to: int) -> None:
+    """The slide buttons' callback: a teacher moves the class; a student steps away from it.
+
+    ``to`` is the slide the button was drawn for (Next on slide k says k + 1), never a step from
+    wherever the page is now: Streamlit may run a press's callback again when a new request
+    replaces the run it started, and a clicker's press sent mid-rerun then moved the whole class
+    two slides. A press applied twice lands on the same slide."""
     ss = st.session_state
     ss["wt_notice"] = None
-    target = to if to is not None else ss["wt_slide"] + delta
-    ss["wt_slide"] = min(max(int(target), 1), n)
+    ss["wt_slide"] = min(max(int(to), 1), n)
     live_class.moved(ss["wt_slide"], n)
 
 
@@ -244,7 +248,7 @@ def _nav(k: int, n: int) -> None:
             key="wt_back",
             on_click=go_to,
             args=(n,),
-            kwargs={"delta": -1},
+            kwargs={"to": k - 1},
             disabled=k == 1,
             icon=":material/arrow_back:",
         )
@@ -253,7 +257,7 @@ def _nav(k: int, n: int) -> None:
             key="wt_next",
             on_click=go_to,
             args=(n,),
-            kwargs={"delta": 1},
+            kwargs={"to": k + 1},
             disabled=k == n,
             icon=":material/arrow_forward:",
             type="primary",
