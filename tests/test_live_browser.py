@@ -222,13 +222,21 @@ def _drawn(page, wire: Wire) -> None:
     page.wait_for_function(_DRAWN, timeout=WAIT_MS)
 
 
+def _open_all(contexts: list, url: str) -> list[tuple[object, Wire]]:
+    """A page on url in each context, loading side by side; returns once each is drawn."""
+    opened = []
+    for context in contexts:
+        page = context.new_page()
+        opened.append((page, Wire(page)))
+        page.goto(url, wait_until="commit")
+    for page, wire in opened:
+        page.wait_for_selector('[data-testid="stPlotlyChart"]', timeout=WAIT_MS)
+        wire.settled()
+    return opened
+
+
 def _open(context, url: str) -> tuple[object, Wire]:
-    page = context.new_page()
-    wire = Wire(page)
-    page.goto(url)
-    page.wait_for_selector('[data-testid="stPlotlyChart"]', timeout=WAIT_MS)
-    wire.settled()
-    return page, wire
+    return _open_all([context], url)[0]
 
 
 def _on_slide(page, k: int) -> float:
@@ -277,7 +285,6 @@ def test_a_live_class_with_a_teacher_and_two_students(chromium, store_env, tmp_p
     projector = chromium.new_context(viewport=PROJECTOR)
     laptops = chromium.new_context(viewport=LAPTOP)
     phones = chromium.new_context(viewport=PHONE, device_scale_factor=3)
-    forgers = chromium.new_context(viewport=LAPTOP)
     try:
         teacher, teacher_wire = _open(projector, f"{server.url}/walkthrough")
         teacher.get_by_text("Live class: start one, or join with a code").click()
@@ -287,8 +294,8 @@ def test_a_live_class_with_a_teacher_and_two_students(chromium, store_env, tmp_p
         teacher.get_by_text("Join at").wait_for(timeout=WAIT_MS)
         teacher.screenshot(path=SHOTS / f"{kind}_teacher_join.png")
 
-        laptop, laptop_wire = _open(laptops, f"{server.url}/walkthrough?class={code}")
-        phone, phone_wire = _open(phones, f"{server.url}/walkthrough?class={code}")
+        students = _open_all([laptops, phones], f"{server.url}/walkthrough?class={code}")
+        (laptop, laptop_wire), (phone, phone_wire) = students
         pages += [("teacher", teacher), ("laptop", laptop), ("phone", phone)]
         for page in (laptop, phone):
             page.get_by_text(re.compile("following the teacher")).wait_for(timeout=WAIT_MS)
@@ -335,7 +342,7 @@ def test_a_live_class_with_a_teacher_and_two_students(chromium, store_env, tmp_p
         laptop_wire.ready()
         laptop.locator("body").press("End")
         _on_slide(laptop, N_SLIDES)
-        forged = forgers.new_page()  # another browser: nothing of the laptop's is in it
+        forged = laptops.new_page()  # another tab: this browser keeps no teacher token
         forged_wire = Wire(forged)
         forged.goto(f"{server.url}/walkthrough?class={code}&teacher={'A' * 32}")
         forged.get_by_text(re.compile("teacher link is not valid")).wait_for(timeout=WAIT_MS)
@@ -405,7 +412,7 @@ def test_a_live_class_with_a_teacher_and_two_students(chromium, store_env, tmp_p
     finally:
         for name, page in pages:  # what each screen showed at the end (or when it failed)
             page.screenshot(path=SHOTS / f"{kind}_{name}_last.png", full_page=True)
-        for context in (projector, laptops, phones, forgers):
+        for context in (projector, laptops, phones):
             context.close()
         server.stop()
         measured["phases_s"] = {k: round(v, 2) for k, v in phases.items()}
