@@ -34,6 +34,7 @@ from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
 from attnviz import examples
 from attnviz.classroom import deck, open_store
+from attnviz.ui.live_class import POLL_S
 from scripts.chromium import CHROMIUM, CHROMIUM_ARGS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -149,6 +150,7 @@ class Wire:
             return
         self.connections += 1  # a new session on the server: it learns everything again
         self.runs, self.screen, self._asked, self._started = 0, False, False, False
+        self.polls_here, self.last_poll = 0, 0.0
         ws.on("framesent", self._sent)
         ws.on("framereceived", self._received)
 
@@ -175,6 +177,8 @@ class Wire:
             status = msg.script_finished
             if status == ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY:
                 self.polls += 1
+                self.polls_here += 1
+                self.last_poll = time.monotonic()
             elif status == ForwardMsg.FINISHED_SUCCESSFULLY:
                 self.runs += 1
             if status != ForwardMsg.FINISHED_EARLY_FOR_RERUN and self._started:
@@ -192,8 +196,14 @@ class Wire:
             self.page.wait_for_timeout(50)  # playwright hands over the frames while it waits
 
     def ready(self) -> None:
-        """The page has finished its last run (a person looks before the next click)."""
-        self.wait(lambda: self.idle, "the page to finish its run")
+        """The page has finished its last run (a person looks before the next click), and on a
+        page of the live class a poll has just ended: the click is not sent while one runs."""
+
+        def calm() -> bool:
+            just_polled = time.monotonic() - self.last_poll < POLL_S / 2
+            return self.idle and (self.polls_here == 0 or just_polled)
+
+        self.wait(calm, "the page to finish its run")
 
     def settled(self) -> None:
         """The browser has reported its screen and the run that drew the page for it is done."""
@@ -343,6 +353,7 @@ def test_a_live_class_with_a_teacher_and_two_students(chromium, store_env, tmp_p
         laptop.locator("body").press("End")
         _on_slide(laptop, N_SLIDES)
         forged = laptops.new_page()  # another tab: this browser keeps no teacher token
+        pages.append(("forged", forged))
         forged_wire = Wire(forged)
         forged.goto(f"{server.url}/walkthrough?class={code}&teacher={'A' * 32}")
         forged.get_by_text(re.compile("teacher link is not valid")).wait_for(timeout=WAIT_MS)
@@ -411,7 +422,8 @@ def test_a_live_class_with_a_teacher_and_two_students(chromium, store_env, tmp_p
         phases["moved_after_restart"] = time.monotonic() - began
     finally:
         for name, page in pages:  # what each screen showed at the end (or when it failed)
-            page.screenshot(path=SHOTS / f"{kind}_{name}_last.png", full_page=True)
+            if not page.is_closed():
+                page.screenshot(path=SHOTS / f"{kind}_{name}_last.png", full_page=True)
         for context in (projector, laptops, phones):
             context.close()
         server.stop()
