@@ -143,6 +143,7 @@ class Wire:
         self.asked = 0  # reruns the browser asked for
         self._asked = False  # a rerun was asked for and its run has not finished yet
         self._started = False  # ... and a run started after it was asked for
+        self.polls_here, self.last_poll = 0, 0.0  # polls on this connection, when the last ended
         page.on("websocket", self._connect)
 
     def _connect(self, ws) -> None:
