@@ -8,6 +8,12 @@ its answers are still there, with SQLite and with Redis. Latencies are measured 
 artifacts/live_class.json (never asserted: the suite must pass on a busy machine).
 Also: every slide at 1920x1080, 1366x768, 150% zoom and 390x844, with the cell numbers' font
 sizes read from the DOM (>= 24 px on the projector, >= 12 px and never overlapping on the phone).
+
+No fixed sleeps: every wait is on something a page shows or its websocket says (`Wire`): the
+slide's text, the run that drew it for the screen the browser reported, the polls of the live
+class, a reconnect. Each click that reruns a page is sent once that page's last run is done:
+on a busy machine a click sent while a run is being replaced has counted twice (Next went from
+slide 4 to 6; the slide buttons' callbacks step by a delta).
 """
 
 from __future__ import annotations
@@ -23,9 +29,12 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from streamlit.proto.BackMsg_pb2 import BackMsg
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
 from attnviz import examples
 from attnviz.classroom import deck, open_store
+from attnviz.ui.live_class import POLL_S
 from scripts.chromium import CHROMIUM, CHROMIUM_ARGS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -119,19 +128,126 @@ def store_env(request, tmp_path):
         redis.stop()
 
 
-def _settle(page) -> None:
-    page.wait_for_timeout(300)
-    page.wait_for_function(
-        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=WAIT_MS
-    )
+class Wire:
+    """What one page and its server session say over Streamlit's websocket, read with
+    Streamlit's own protobuf classes: the reruns the browser asks for, the runs the server
+    starts and finishes, the live class's polls (fragment runs), and whether the browser has
+    reported its screen. Every wait here is on one of these, never on the clock."""
+
+    def __init__(self, page) -> None:
+        self.page = page
+        self.connections = 0  # websockets opened: 2 after one reconnect
+        self.runs = 0  # full runs finished on the current connection
+        self.polls = 0  # fragment runs finished (the live class polls once per POLL_S)
+        self.screen = False  # the browser has sent its screen (the wt_screen component's value)
+        self.asked = 0  # reruns the browser asked for
+        self._asked = False  # a rerun was asked for and its run has not finished yet
+        self._started = False  # ... and a run started after it was asked for
+        self.polls_here, self.last_poll = 0, 0.0  # polls on this connection, when the last ended
+        page.on("websocket", self._connect)
+
+    def _connect(self, ws) -> None:
+        if not ws.url.endswith("/_stcore/stream"):
+            return
+        self.connections += 1  # a new session on the server: it learns everything again
+        self.runs, self.screen, self._asked, self._started = 0, False, False, False
+        self.polls_here, self.last_poll = 0, 0.0
+        ws.on("framesent", self._sent)
+        ws.on("framereceived", self._received)
+
+    def _sent(self, payload) -> None:
+        if not isinstance(payload, bytes):
+            return
+        msg = BackMsg.FromString(payload)
+        if msg.WhichOneof("type") != "rerun_script":
+            return
+        self.asked += 1
+        self._asked, self._started = True, False
+        for widget in msg.rerun_script.widget_states.widgets:
+            if widget.id.endswith("-wt_screen") and widget.HasField("json_value"):
+                self.screen = True
+
+    def _received(self, payload) -> None:
+        if not isinstance(payload, bytes):
+            return
+        msg = ForwardMsg.FromString(payload)
+        kind = msg.WhichOneof("type")
+        if kind == "new_session" and self._asked:
+            self._started = True
+        elif kind == "script_finished":
+            status = msg.script_finished
+            if status == ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY:
+                self.polls += 1
+                self.polls_here += 1
+                self.last_poll = time.monotonic()
+            elif status == ForwardMsg.FINISHED_SUCCESSFULLY:
+                self.runs += 1
+            if status != ForwardMsg.FINISHED_EARLY_FOR_RERUN and self._started:
+                self._asked = False
+
+    @property
+    def idle(self) -> bool:
+        """Every rerun this browser asked for has run to its end."""
+        return self.runs > 0 and not self._asked
+
+    def wait(self, condition, what: str, timeout_s: float = WAIT_MS / 1000) -> None:
+        deadline = time.monotonic() + timeout_s
+        while not condition():
+            assert time.monotonic() < deadline, f"waited {timeout_s:.0f} s for {what}"
+            self.page.wait_for_timeout(50)  # playwright hands over the frames while it waits
+
+    def ready(self) -> None:
+        """The page has finished its last run (a person looks before the next click), and on a
+        page of the live class a poll has just ended: the click is not sent while one runs."""
+
+        def calm() -> bool:
+            just_polled = time.monotonic() - self.last_poll < POLL_S / 2
+            return self.idle and (self.polls_here == 0 or just_polled)
+
+        self.wait(calm, "the page to finish its run")
+
+    def settled(self) -> None:
+        """The browser has reported its screen and the run that drew the page for it is done."""
+        self.wait(lambda: self.screen and self.idle, "the page drawn for this screen")
+
+    def polled(self, n: int) -> None:
+        """n more polls of the live class have run."""
+        target = self.polls + n
+        self.wait(lambda: self.polls >= target, f"{n} polls")
 
 
-def _open(browser, url: str, viewport: dict, scale: float = 1.0):
-    page = browser.new_page(viewport=viewport, device_scale_factor=scale)
-    page.goto(url)
-    page.wait_for_selector('[data-testid="stPlotlyChart"]', timeout=WAIT_MS)
-    _settle(page)
-    return page
+# the figure of the last run is drawn: its element is not stale (Streamlit marks what a run has
+# not redrawn yet), nothing runs, and plotly has laid it out at the width of its container
+_DRAWN = """() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(() => {
+  const box = document.querySelector(
+    '[data-testid=stElementContainer]:has([data-testid=stPlotlyChart])');
+  const plot = box && box.querySelector('.js-plotly-plot');
+  done(!!plot && !!plot._fullLayout && box.getAttribute('data-stale') !== 'true'
+       && !document.querySelector('[data-testid="stStatusWidget"]')
+       && Math.abs(plot._fullLayout.width - plot.getBoundingClientRect().width) < 2);
+})))"""
+
+
+def _drawn(page, wire: Wire) -> None:
+    wire.settled()
+    page.wait_for_function(_DRAWN, timeout=WAIT_MS)
+
+
+def _open_all(contexts: list, url: str) -> list[tuple[object, Wire]]:
+    """A page on url in each context, loading side by side; returns once each is drawn."""
+    opened = []
+    for context in contexts:
+        page = context.new_page()
+        opened.append((page, Wire(page)))
+        page.goto(url, wait_until="commit")
+    for page, wire in opened:
+        page.wait_for_selector('[data-testid="stPlotlyChart"]', timeout=WAIT_MS)
+        wire.settled()
+    return opened
+
+
+def _open(context, url: str) -> tuple[object, Wire]:
+    return _open_all([context], url)[0]
 
 
 def _on_slide(page, k: int) -> float:
@@ -160,22 +276,13 @@ def _answers_counted(page, n: int) -> float:
     return time.monotonic() - started
 
 
-def _retry(attempt, timeout_s: float = 90) -> None:
-    """Repeat attempt() until it returns True: a browser reconnecting after a restart drops
-    what is clicked before its new session is up."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            if attempt():
-                return
-        except Exception:  # playwright's timeout while the page reconnects
-            pass
-        assert time.monotonic() < deadline, "the browsers did not reconnect"
-        time.sleep(0.5)
-
-
 def _store(env: dict[str, str]):
     return open_store(env.get("ATTNVIZ_CLASS_STORE", ""), env.get("ATTNVIZ_DATA_DIR") or None)
+
+
+# the teacher's live count shows this many answers for this choice
+_COUNTED = """([choice, n]) => [...document.querySelectorAll('.wt-bar')].some(
+  bar => bar.textContent.includes(choice) && bar.querySelector('b').textContent === n)"""
 
 
 def test_a_live_class_with_a_teacher_and_two_students(chromium, store_env, tmp_path):
@@ -183,9 +290,14 @@ def test_a_live_class_with_a_teacher_and_two_students(chromium, store_env, tmp_p
     server = Server(env, tmp_path / "streamlit.log")
     server.start()
     measured: dict[str, object] = {"store": kind}
+    phases: dict[str, float] = {}  # seconds from the start to the end of each part of the story
+    began = time.monotonic()
     pages = []
+    projector = chromium.new_context(viewport=PROJECTOR)
+    laptops = chromium.new_context(viewport=LAPTOP)
+    phones = chromium.new_context(viewport=PHONE, device_scale_factor=3)
     try:
-        teacher = _open(chromium, f"{server.url}/walkthrough", PROJECTOR)
+        teacher, teacher_wire = _open(projector, f"{server.url}/walkthrough")
         teacher.get_by_text("Live class: start one, or join with a code").click()
         teacher.get_by_role("button", name="Start a live class").click()
         code = _code(teacher)
@@ -193,18 +305,22 @@ def test_a_live_class_with_a_teacher_and_two_students(chromium, store_env, tmp_p
         teacher.get_by_text("Join at").wait_for(timeout=WAIT_MS)
         teacher.screenshot(path=SHOTS / f"{kind}_teacher_join.png")
 
-        laptop = _open(chromium, f"{server.url}/walkthrough?class={code}", LAPTOP)
-        phone = _open(chromium, f"{server.url}/walkthrough?class={code}", PHONE, scale=3)
+        students = _open_all([laptops, phones], f"{server.url}/walkthrough?class={code}")
+        (laptop, laptop_wire), (phone, phone_wire) = students
         pages += [("teacher", teacher), ("laptop", laptop), ("phone", phone)]
         for page in (laptop, phone):
             page.get_by_text(re.compile("following the teacher")).wait_for(timeout=WAIT_MS)
+        phases["joined"] = time.monotonic() - began
 
         # the keyboard moves the class: → and PageDown (a clicker), then Space
+        # (each click that reruns a page waits until its last run is done: see the docstring)
+        teacher_wire.ready()
         teacher.get_by_text("Show the join code").click()  # hide the QR
-        _settle(teacher)
+        teacher.get_by_text("Join at").wait_for(state="detached", timeout=WAIT_MS)
+        teacher_wire.ready()
         teacher.locator("body").press("ArrowRight")
         _on_slide(teacher, 2)
-        _settle(teacher)
+        teacher_wire.ready()
         teacher.keyboard.press("PageDown")
         _on_slide(teacher, 3)
         moved = time.monotonic()  # the teacher's own page shows the move: the store has it
@@ -213,90 +329,106 @@ def test_a_live_class_with_a_teacher_and_two_students(chromium, store_env, tmp_p
             _on_slide(page, 3)
             measured["follow_s"].append(round(time.monotonic() - moved, 2))
         assert _store(env).load(code, time.time()).slide == 3
+        phases["followed"] = time.monotonic() - began
 
         # a question: the students type a shape, the teacher's count updates, the reveal
+        teacher_wire.ready()
         teacher.get_by_role("button", name=re.compile("Ask the class")).click()
         _answer_shape(laptop, "(2, 3, 1)")
         _answer_shape(phone, "[2, 3]")  # returns once the phone shows the answer it sent
         measured["count_s"] = round(_answers_counted(teacher, 2), 2)
         teacher.screenshot(path=SHOTS / f"{kind}_teacher_count.png")
         phone.screenshot(path=SHOTS / f"{kind}_phone_question.png", full_page=True)
+        teacher_wire.ready()
         teacher.get_by_role("button", name="Reveal the answer").click()
         laptop.get_by_text(re.compile(r"^Right: \(2, 3, 1\)")).wait_for(timeout=WAIT_MS)
         phone.get_by_text(re.compile("^Not this time")).wait_for(timeout=WAIT_MS)
         phone.screenshot(path=SHOTS / f"{kind}_phone_reveal.png", full_page=True)
+        phases["revealed"] = time.monotonic() - began
 
         # a student cannot move the class: own steps, keys, and a forged teacher link
+        laptop_wire.ready()
         laptop.get_by_role("button", name="Next").click()
         _on_slide(laptop, 4)
+        laptop_wire.ready()
         laptop.locator("body").press("End")
         _on_slide(laptop, N_SLIDES)
-        forged = _open(
-            chromium, f"{server.url}/walkthrough?class={code}&teacher={'A' * 32}", LAPTOP
-        )
+        forged = laptops.new_page()  # another tab: this browser keeps no teacher token
+        pages.append(("forged", forged))
+        forged_wire = Wire(forged)
+        forged.goto(f"{server.url}/walkthrough?class={code}&teacher={'A' * 32}")
         forged.get_by_text(re.compile("teacher link is not valid")).wait_for(timeout=WAIT_MS)
-        forged.close()
-        forged = _open(chromium, f"{server.url}/walkthrough", LAPTOP)  # a forged stored token
+        # a forged stored token: this browser keeps one for the class, and opens its host link
         forged.evaluate(f"() => localStorage.setItem('attnviz.teacher.{code}', '{'B' * 32}')")
         forged.goto(f"{server.url}/walkthrough?class={code}&host=1")
+        forged_wire.settled()  # the browser has sent the token it keeps, and the page is drawn
         forged.get_by_text(re.compile("open your private teacher link")).wait_for(timeout=WAIT_MS)
         assert forged.get_by_role("button", name="Reveal the answer").count() == 0
+        forged_wire.ready()
         forged.locator("body").press("ArrowRight")
+        _on_slide(forged, 4)  # its own step away, done: a teacher's would have moved the store
+        assert _store(env).load(code, time.time()).slide == 3
         forged.close()
-        phone.wait_for_timeout(2500)  # a few polls
+        phone_wire.polled(2)  # the phone has asked the store twice since
         assert _store(env).load(code, time.time()).slide == 3
         assert phone.get_by_text(f"Slide 3 of {N_SLIDES}", exact=True).is_visible()
+        laptop_wire.ready()
         laptop.get_by_role("button", name=re.compile("Back to slide 3")).click()
         _on_slide(laptop, 3)
+        phases["not_moved"] = time.monotonic() - began
 
         # mid-class: a new slide and question, one answer, then the server restarts
+        teacher_wire.ready()
         teacher.get_by_role("button", name="Close the question").click()
         teacher.get_by_role("button", name=re.compile("Ask the class")).wait_for(timeout=WAIT_MS)
-        _settle(teacher)
-        for k in range(4, 8):  # 3 -> 7, the sum slide; like a teacher, look before the next click
+        for k in range(4, 8):  # 3 -> 7, the sum slide
+            teacher_wire.ready()
             teacher.get_by_role("button", name="Next").click()
             _on_slide(teacher, k)
-            _settle(teacher)
+        teacher_wire.ready()
         teacher.get_by_role("button", name=re.compile("Ask the class")).click()
         _on_slide(phone, 7)
         phone.get_by_text("axis 1, the words (T = 3)").click()
         phone.get_by_role("button", name="Send my answer").click()
         phone.get_by_text(re.compile(r"Your answer: axis 1")).wait_for(timeout=WAIT_MS)
+        phases["asked"] = time.monotonic() - began
         server.stop()
         server.start()
         record = _store(env).load(code, time.time())
         assert (record.slide, record.question) == (7, "sum_axis")
         assert list(_store(env).answers(code, "sum_axis").values()) == ["1"]
+        phases["restarted"] = time.monotonic() - began
         # the browsers reconnect on their own (new sessions, rebuilt from the link and the store):
         # the phone changes its answer as the same student, then the teacher moves the class
         started = time.monotonic()
-
-        def change_answer() -> bool:
-            phone.get_by_text("axis 0, the sentences (B = 2)").click(timeout=3000)
-            phone.get_by_role("button", name="Send my answer").click(timeout=3000)
-            phone.wait_for_timeout(1000)
-            return list(_store(env).answers(code, "sum_axis").values()) == ["0"]
-
-        _retry(change_answer)
+        for wire in (phone_wire, teacher_wire):
+            wire.wait(lambda w=wire: w.connections >= 2 and w.idle, "the browser to reconnect")
         measured["reconnect_s"] = round(time.monotonic() - started, 2)
+        phone.get_by_text("axis 0, the sentences (B = 2)").click()
+        phone.get_by_role("button", name="Send my answer").click()
+        phone.get_by_text(re.compile(r"Your answer: axis 0")).wait_for(timeout=WAIT_MS)
+        assert list(_store(env).answers(code, "sum_axis").values()) == ["0"]
+        # still the teacher after the restart: the live count has the changed answer
+        teacher_wire.settled()
+        teacher.wait_for_function(_COUNTED, arg=["axis 0", "1"], timeout=WAIT_MS)
         teacher.get_by_text("1 answered", exact=True).wait_for(timeout=WAIT_MS)
-
-        def teacher_moves() -> bool:
-            if _store(env).load(code, time.time()).slide == 7:
-                teacher.get_by_role("button", name="Next").click(timeout=3000)
-                teacher.wait_for_timeout(1500)
-            return _store(env).load(code, time.time()).slide == 8
-
-        _retry(teacher_moves)  # still the teacher after the restart
-        for page in (laptop, phone):
+        teacher_wire.ready()
+        teacher.get_by_role("button", name="Next").click()
+        for page in (teacher, laptop, phone):
             _on_slide(page, 8)
+        assert _store(env).load(code, time.time()).slide == 8
         teacher.screenshot(path=SHOTS / f"{kind}_teacher_after_restart.png")
         for page in (teacher, laptop, phone):
             assert page.locator('[data-testid="stException"]').count() == 0
+        phases["moved_after_restart"] = time.monotonic() - began
     finally:
         for name, page in pages:  # what each screen showed at the end (or when it failed)
-            page.screenshot(path=SHOTS / f"{kind}_{name}_last.png", full_page=True)
+            if not page.is_closed():
+                page.screenshot(path=SHOTS / f"{kind}_{name}_last.png", full_page=True)
+        for context in (projector, laptops, phones):
+            context.close()
         server.stop()
+        measured["phases_s"] = {k: round(v, 2) for k, v in phases.items()}
         out = ROOT / "artifacts" / "live_class.json"
         with open(out.with_suffix(".lock"), "w") as lock:  # the other store's run may be writing
             fcntl.flock(lock, fcntl.LOCK_EX)
@@ -313,7 +445,9 @@ _CELLS = """() => {
     out.push({cell: !!t.closest('.hm'), size: parseFloat(getComputedStyle(t).fontSize),
               x: r.x, y: r.y, w: r.width, h: r.height});
   });
-  const fig = document.querySelector('[data-testid=stPlotlyChart]').getBoundingClientRect();
+  const chart = document.querySelector('[data-testid=stPlotlyChart]');
+  if (!chart) return null;  // redrawn meanwhile
+  const fig = chart.getBoundingClientRect();
   return {texts: out, bottom: fig.bottom, width: document.documentElement.scrollWidth};
 }"""
 
@@ -326,6 +460,20 @@ def _overlaps(boxes: list[dict]) -> int:
             if across and a["y"] < b["y"] + b["h"] and b["y"] < a["y"] + a["h"]:
                 n += 1
     return n
+
+
+def _read_slide(page, wire: Wire, shot: Path, full_page: bool) -> dict:
+    """The drawn slide's texts and their boxes, read (and shot) while no run replaces it; read
+    again if the page ran meanwhile (it reported its size again, or it reconnected)."""
+    deadline = time.monotonic() + WAIT_MS / 1000
+    while True:
+        _drawn(page, wire)
+        mark = (wire.connections, wire.asked)
+        page.screenshot(path=shot, full_page=full_page)
+        info = page.evaluate(_CELLS)
+        if info is not None and (wire.connections, wire.asked) == mark and wire.idle:
+            return info
+        assert time.monotonic() < deadline, "the slide was redrawn for a minute"
 
 
 @pytest.fixture(scope="module")
@@ -347,26 +495,33 @@ def plain_server(tmp_path_factory):
     ],
 )
 def test_every_slide_is_readable_on_each_screen(chromium, plain_server, name, viewport, scale):
-    page = chromium.new_page(viewport=viewport, device_scale_factor=scale)
-    # every slide on the projector and the phone; on the laptop and at 150% zoom, the first slide,
-    # the silent-trap slide (the widest figure) and the last: the same layout code, a third the time
-    slides = range(1, N_SLIDES + 1) if name in ("projector", "phone") else (1, TRAP_SLIDE, N_SLIDES)
-    for k in slides:
-        page.goto(f"{plain_server.url}/walkthrough?slide={k}")
-        page.wait_for_selector('[data-testid="stPlotlyChart"]', timeout=WAIT_MS)
-        _settle(page)
-        page.wait_for_timeout(800)  # the browser reports its size; the figure is redrawn
-        _settle(page)
-        page.screenshot(path=SHOTS / f"{name}_slide{k:02d}.png", full_page=name == "phone")
-        info = page.evaluate(_CELLS)
-        cells = [t for t in info["texts"] if t["cell"]]
-        assert info["width"] <= viewport["width"], (k, "wider than the screen")
-        if name == "projector":
-            assert min(t["size"] for t in info["texts"]) >= 24, k
-            assert info["bottom"] <= viewport["height"], (k, "the figure needs scrolling")
-        if name == "laptop":
-            assert info["bottom"] <= viewport["height"], (k, "the figure needs scrolling")
-        if name == "phone":
-            assert min((t["size"] for t in cells), default=12) >= 12, k
-            assert _overlaps(cells) == 0, k
-    page.close()
+    context = chromium.new_context(viewport=viewport, device_scale_factor=scale)
+    page = context.new_page()
+    wire = Wire(page)
+    # every slide on the projector and the phone, from the link's slide 1 on with Next; on the
+    # laptop and at 150% zoom, the silent-trap slide (the widest figure) from the link, then the
+    # first and the last with their buttons: the same layout code, a third of the slides
+    if name in ("projector", "phone"):
+        slides, steps = range(1, N_SLIDES + 1), ["Next"] * (N_SLIDES - 1)
+    else:
+        slides, steps = (TRAP_SLIDE, 1, N_SLIDES), ["First", "Last"]
+    try:
+        page.goto(f"{plain_server.url}/walkthrough?slide={slides[0]}")
+        for k, step in zip(slides, [None, *steps], strict=True):
+            if step:
+                wire.ready()
+                page.get_by_role("button", name=step).click()
+            _on_slide(page, k)  # a click's callback has run: the next click is a new one
+            info = _read_slide(page, wire, SHOTS / f"{name}_slide{k:02d}.png", name == "phone")
+            cells = [t for t in info["texts"] if t["cell"]]
+            assert info["width"] <= viewport["width"], (k, "wider than the screen")
+            if name == "projector":
+                assert min(t["size"] for t in info["texts"]) >= 24, k
+                assert info["bottom"] <= viewport["height"], (k, "the figure needs scrolling")
+            if name == "laptop":
+                assert info["bottom"] <= viewport["height"], (k, "the figure needs scrolling")
+            if name == "phone":
+                assert min((t["size"] for t in cells), default=12) >= 12, k
+                assert _overlaps(cells) == 0, k
+    finally:
+        context.close()
