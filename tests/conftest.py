@@ -110,6 +110,31 @@ def pytest_collection_modifyitems(session, config, items):
             index[name] = index.get(name, -1) + 1
             group = f"{name}-{index[name] % 2}"
         item.add_marker(pytest.mark.xdist_group(group))
+    _name_the_groups(config, items)
+
+
+def _name_the_groups(config, items) -> None:
+    """pytest-xdist's loadgroup schedules by a suffix on each grouped test's node id
+    (`...::test_x[p]@group`). It writes that to item._nodeid in its own modifyitems hook, which
+    runs before this one (it misses the groups set above) and, from pytest 9 on, where pytest no
+    longer reads it (the id lives in item._id): without this, every test was scheduled alone and
+    a module's server, browser or kernel started again on each worker it landed on."""
+    if not getattr(config.option, "loadgroup", False):  # set on xdist's workers only
+        return
+    for item in items:
+        names = {
+            m.args[0] if m.args else m.kwargs.get("name", "default")
+            for m in item.iter_markers("xdist_group")
+        }
+        if not names or item.nodeid.rfind("@") > item.nodeid.rfind("]"):
+            continue
+        nodeid = f"{item.nodeid}@{'_'.join(sorted(map(str, names)))}"
+        if hasattr(item, "_id"):  # pytest >= 9
+            from _pytest.nodeid import NodeId
+
+            item._id = NodeId.parse(nodeid)
+        else:
+            item._nodeid = nodeid
 
 
 def pytest_collection_finish(session):
