@@ -81,7 +81,9 @@ def pytest_xdist_auto_num_workers(config):
 # modules run test by test across the workers: their tests start what they need themselves
 SPREAD = {"test_lessons.py", "test_live_browser.py"}
 # modules whose shared server and browser are worth starting twice, once on each of two workers
-HALVED = {"test_browser.py"}
+# (none now: test_browser's tests reuse one tab, so a second server's cold start and first
+# session cost more than the half of the module it would take over)
+HALVED: set[str] = set()
 # the slowest modules first (about their share of the whole suite's time), then the rest in order
 FIRST = [
     "test_live_browser.py",
