@@ -115,15 +115,22 @@ def pytest_collection_modifyitems(session, config, items):
     _name_the_groups(config, items)
 
 
+# the modules whose xdist groups are named on their tests' ids (see _name_the_groups); the others
+# are still scheduled test by test, as the suite's measured times assume
+NAMED_GROUPS = {"test_browser.py", "test_lessons.py"}
+
+
 def _name_the_groups(config, items) -> None:
     """pytest-xdist's loadgroup schedules by a suffix on each grouped test's node id
     (`...::test_x[p]@group`). It writes that to item._nodeid in its own modifyitems hook, which
     runs before this one (it misses the groups set above) and, from pytest 9 on, where pytest no
-    longer reads it (the id lives in item._id): without this, every test was scheduled alone and
-    a module's server, browser or kernel started again on each worker it landed on."""
+    longer reads it (the id lives in item._id): without this, every test is scheduled alone and
+    a module's server, browser or kernel starts again on each worker it lands on."""
     if not getattr(config.option, "loadgroup", False):  # set on xdist's workers only
         return
     for item in items:
+        if item.path.name not in NAMED_GROUPS:
+            continue
         names = {
             m.args[0] if m.args else m.kwargs.get("name", "default")
             for m in item.iter_markers("xdist_group")
