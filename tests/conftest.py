@@ -81,7 +81,9 @@ def pytest_xdist_auto_num_workers(config):
 # modules run test by test across the workers: their tests start what they need themselves
 SPREAD = {"test_lessons.py", "test_live_browser.py"}
 # modules whose shared server and browser are worth starting twice, once on each of two workers
-HALVED = {"test_browser.py"}
+# (none now: test_browser's tests reuse one tab, so a second server's cold start and first
+# session cost more than the half of the module it would take over)
+HALVED: set[str] = set()
 # the slowest modules first (about their share of the whole suite's time), then the rest in order
 FIRST = [
     "test_live_browser.py",
@@ -110,6 +112,38 @@ def pytest_collection_modifyitems(session, config, items):
             index[name] = index.get(name, -1) + 1
             group = f"{name}-{index[name] % 2}"
         item.add_marker(pytest.mark.xdist_group(group))
+    _name_the_groups(config, items)
+
+
+# the modules whose xdist groups are named on their tests' ids (see _name_the_groups); the others
+# are still scheduled test by test, as the suite's measured times assume
+NAMED_GROUPS = {"test_browser.py", "test_lessons.py"}
+
+
+def _name_the_groups(config, items) -> None:
+    """pytest-xdist's loadgroup schedules by a suffix on each grouped test's node id
+    (`...::test_x[p]@group`). It writes that to item._nodeid in its own modifyitems hook, which
+    runs before this one (it misses the groups set above) and, from pytest 9 on, where pytest no
+    longer reads it (the id lives in item._id): without this, every test is scheduled alone and
+    a module's server, browser or kernel starts again on each worker it lands on."""
+    if not getattr(config.option, "loadgroup", False):  # set on xdist's workers only
+        return
+    for item in items:
+        if item.path.name not in NAMED_GROUPS:
+            continue
+        names = {
+            m.args[0] if m.args else m.kwargs.get("name", "default")
+            for m in item.iter_markers("xdist_group")
+        }
+        if not names or item.nodeid.rfind("@") > item.nodeid.rfind("]"):
+            continue
+        nodeid = f"{item.nodeid}@{'_'.join(sorted(map(str, names)))}"
+        if hasattr(item, "_id"):  # pytest >= 9
+            from _pytest.nodeid import NodeId
+
+            item._id = NodeId.parse(nodeid)
+        else:
+            item._nodeid = nodeid
 
 
 def pytest_collection_finish(session):

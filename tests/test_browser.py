@@ -89,18 +89,18 @@ def browser(server):
         b.close()
 
 
-def _settle(page) -> None:
-    """Wait until the script has finished its run (the 'Running…' status widget is gone)."""
-    page.wait_for_timeout(300)
-    page.wait_for_function(
-        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=WAIT_MS
-    )
-    page.wait_for_timeout(200)
+@pytest.fixture(scope="module")
+def tab(browser):
+    """One browser tab for the module's tests. Each test opens its page in it (_open: page.goto),
+    which starts a new Streamlit session from the link alone, as a new tab would: only the
+    renderer and Streamlit's compiled scripts are reused (most of what a new page cost)."""
+    context = browser.new_context(viewport=LAPTOP)
+    yield _watched(context.new_page())
+    context.close()
 
 
-def _open(browser, url: str, viewport=LAPTOP, scale: float = 1.0, wait_for: str = "stDataFrame"):
-    """A new page at url, once the script has run; page.outside lists requests that left loopback."""
-    page = browser.new_page(viewport=viewport, device_scale_factor=scale)
+def _watched(page):
+    """page.outside lists the requests that left loopback (emptied by each _open)."""
     page.outside = []
     page.on(
         "request",
@@ -110,10 +110,28 @@ def _open(browser, url: str, viewport=LAPTOP, scale: float = 1.0, wait_for: str 
             else page.outside.append(r.url)
         ),
     )
-    page.goto(url)
-    page.wait_for_selector(f'[data-testid="{wait_for}"]', timeout=WAIT_MS)
-    _settle(page)
     return page
+
+
+def _settle(page) -> None:
+    """Wait until the script has finished its run: the app's script state reads notRunning.
+    (Right after a click or a key the new run may not have started yet: what a test checks next
+    it waits for on its own.)"""
+    page.wait_for_selector(
+        '[data-testid="stApp"][data-test-script-state="notRunning"]',
+        state="attached",
+        timeout=WAIT_MS,
+    )
+
+
+def _open(tab, url: str, viewport=LAPTOP, wait_for: str = "stDataFrame"):
+    """The tab at url, in a new session, once the script has run."""
+    tab.set_viewport_size(viewport)
+    tab.outside.clear()
+    tab.goto(url)
+    tab.wait_for_selector(f'[data-testid="{wait_for}"]', timeout=WAIT_MS)
+    _settle(tab)
+    return tab
 
 
 def _no_exception_box(page) -> None:
@@ -124,9 +142,13 @@ def _no_exception_box(page) -> None:
 
 def _frame(page, index: int) -> list[list[str]]:
     """The cells of the index-th table (the accessible copy of the canvas grid), row by row."""
-    grid = page.locator('[data-testid="stDataFrame"]').nth(index)
-    rows = grid.locator("table[role=grid] tbody tr")
-    return [[c.inner_text() for c in rows.nth(i).locator("td").all()] for i in range(rows.count())]
+    rows = (
+        page.locator('[data-testid="stDataFrame"]').nth(index).locator("table[role=grid] tbody tr")
+    )
+    # one round trip for the whole table (a locator per cell cost one each)
+    return rows.evaluate_all(
+        "rows => rows.map(r => [...r.querySelectorAll('td')].map(c => c.innerText))"
+    )
 
 
 def _result(page, timeout_s: float = 30) -> np.ndarray:
@@ -153,7 +175,9 @@ def _clear_cell(page, table: int, row: int, col: int) -> None:
     n_cols = grid.locator("table[role=grid] th").count()  # columns incl. the index
     col_w = (box["width"] - 57) / (n_cols - 1)
     page.mouse.click(box["x"] + 57 + col_w * (col + 0.5), box["y"] + 35 * (row + 1.5))
-    page.wait_for_timeout(300)
+    # the grid has selected that cell (its accessible copy says so; column 0 is the index)
+    selected = grid.locator(f"#glide-cell-{col + 1}-{row}[aria-selected=true]")
+    selected.wait_for(state="attached", timeout=WAIT_MS)
     page.keyboard.press("Delete")
     _settle(page)
 
@@ -191,20 +215,18 @@ def _classic(**kw) -> np.ndarray:
     return attnviz.weighted_sum(x, w, **kw).numpy().astype(np.float64)
 
 
-def test_playground_shows_the_classic_result(browser, server):
-    page = _open(browser, server)
+def test_playground_shows_the_classic_result(tab, server):
+    page = _open(tab, server)
     np.testing.assert_allclose(_result(page), _classic(), rtol=1e-5, atol=1e-5)
     assert page.get_by_text("Step 1 of 8").is_visible()
     _no_exception_box(page)
     page.screenshot(path=SHOTS / "playground_laptop_1366x768.png")
-    page.close()
-    page = _open(browser, server, viewport=PROJECTOR)
+    page = _open(tab, server, viewport=PROJECTOR)
     page.screenshot(path=SHOTS / "playground_projector_1920x1080.png")
-    page.close()
 
 
-def test_editing_a_cell_updates_the_result_and_the_link(browser, server):
-    page = _open(browser, server)
+def test_editing_a_cell_updates_the_result_and_the_link(tab, server):
+    page = _open(tab, server)
     _edit_cell(page, 0, 0, 0, "2.5")
     x, w = examples.classic()
     x[0, 0, 0] = 2.5
@@ -212,11 +234,10 @@ def test_editing_a_cell_updates_the_result_and_the_link(browser, server):
     np.testing.assert_allclose(_wait_result(page, expected), expected, rtol=1e-5, atol=1e-5)
     page.wait_for_url("**x=2.5_*", timeout=WAIT_MS)
     _no_exception_box(page)
-    page.close()
 
 
-def test_a_bad_cell_shows_a_message_and_keeps_the_result(browser, server):
-    page = _open(browser, server)
+def test_a_bad_cell_shows_a_message_and_keeps_the_result(tab, server):
+    page = _open(tab, server)
     _clear_cell(page, 2, 0, 1)  # att_scores[0, 1] emptied
     alert = page.locator('[data-testid="stAlert"]', has_text="att_scores[0, 1]")
     try:
@@ -227,7 +248,6 @@ def test_a_bad_cell_shows_a_message_and_keeps_the_result(browser, server):
     np.testing.assert_allclose(_result(page), _classic(), rtol=1e-5, atol=1e-5)
     _no_exception_box(page)
     page.screenshot(path=SHOTS / "playground_bad_cell.png")
-    page.close()
 
 
 TYPED = [  # (typed, the number it means or None, what the message says)
@@ -241,8 +261,8 @@ TYPED = [  # (typed, the number it means or None, what the message says)
 
 
 @pytest.mark.parametrize(("typed", "value", "says"), TYPED, ids=[t for t, _, _ in TYPED])
-def test_typed_numbers_are_read_or_refused_with_what_was_typed(browser, server, typed, value, says):
-    page = _open(browser, server)
+def test_typed_numbers_are_read_or_refused_with_what_was_typed(tab, server, typed, value, says):
+    page = _open(tab, server)
     _edit_cell(page, 0, 1, 2, typed)  # net_output[0, 1, 2]
     x, w = examples.classic()
     if value is not None:
@@ -257,11 +277,10 @@ def test_typed_numbers_are_read_or_refused_with_what_was_typed(browser, server, 
         np.testing.assert_allclose(_result(page), _classic(), rtol=1e-5, atol=1e-5)
     _no_exception_box(page)
     page.screenshot(path=SHOTS / f"typed_{typed.replace(',', 'comma')}.png")
-    page.close()
 
 
-def test_stepping_through_the_broadcast(browser, server):
-    page = _open(browser, server, viewport={"width": 1280, "height": 800})
+def test_stepping_through_the_broadcast(tab, server):
+    page = _open(tab, server, viewport={"width": 1280, "height": 800})
     for k in range(2, 6):
         page.get_by_role("button", name="Next").click()
         page.get_by_text(f"Step {k} of 8").wait_for(timeout=WAIT_MS)
@@ -273,11 +292,10 @@ def test_stepping_through_the_broadcast(browser, server):
     assert "(3, 1, 0)" in page.inner_text("body")  # the stretch: stride 0 on the hidden axis
     _no_exception_box(page)
     page.screenshot(path=SHOTS / "steps_expand_1280x800.png", full_page=False)
-    page.close()
 
 
-def test_clicking_a_result_cell_shows_its_provenance(browser, server):
-    page = _open(browser, f"{server}/?tab=cell", wait_for="stPlotlyChart")
+def test_clicking_a_result_cell_shows_its_provenance(tab, server):
+    page = _open(tab, f"{server}/?tab=cell", wait_for="stPlotlyChart")
     chart = page.locator(".st-key-pg_pick .nsewdrag").first
     chart.wait_for(timeout=WAIT_MS)
     chart.scroll_into_view_if_needed()
@@ -291,42 +309,37 @@ def test_clicking_a_result_cell_shows_its_provenance(browser, server):
     body = " ".join(page.inner_text("body").split())
     assert " ".join(expected.split()) in body
     page.screenshot(path=SHOTS / "provenance_click_1366x768.png")
-    page.close()
 
 
-def test_tampered_link_keeps_the_defaults(browser, server):
-    page = _open(browser, f"{server}/?p=classic&s=2x3x5&x=1_2_3")
+def test_tampered_link_keeps_the_defaults(tab, server):
+    page = _open(tab, f"{server}/?p=classic&s=2x3x5&x=1_2_3")
     assert "could not be read" in page.locator('[data-testid="stAlert"]').first.inner_text()
     np.testing.assert_allclose(_result(page), _classic(), rtol=1e-5, atol=1e-5)
     _no_exception_box(page)
-    page.close()
 
 
-def test_walkthrough_opens_on_the_slide_in_the_link(browser, server):
-    page = _open(
-        browser, f"{server}/walkthrough?slide=4", viewport=PROJECTOR, wait_for="stPlotlyChart"
-    )
+def test_walkthrough_opens_on_the_slide_in_the_link(tab, browser, server):
+    page = _open(tab, f"{server}/walkthrough?slide=4", viewport=PROJECTOR, wait_for="stPlotlyChart")
     assert page.get_by_text("Slide 4 of").is_visible()
     page.screenshot(path=SHOTS / "walkthrough_projector_1920x1080.png")
     page.get_by_role("button", name="Next").click()
     page.get_by_text("Slide 5 of").wait_for(timeout=WAIT_MS)
     page.wait_for_url("**slide=5*", timeout=WAIT_MS)
     _no_exception_box(page)
-    page.close()
-    # a projector with the text zoomed to 150%: the same screen, 1280 x 720 CSS pixels
-    page = _open(
-        browser,
-        f"{server}/walkthrough?slide=5",
-        viewport={"width": 1280, "height": 720},
-        scale=1.5,
-        wait_for="stPlotlyChart",
-    )
-    page.screenshot(path=SHOTS / "walkthrough_projector_zoom150.png")
-    page.close()
+    # a projector with the text zoomed to 150%: the same screen, 1280 x 720 CSS pixels (a device
+    # scale needs a page of its own)
+    zoomed = browser.new_context(viewport={"width": 1280, "height": 720}, device_scale_factor=1.5)
+    try:
+        page = _open(
+            _watched(zoomed.new_page()), f"{server}/walkthrough?slide=5", wait_for="stPlotlyChart"
+        )
+        page.screenshot(path=SHOTS / "walkthrough_projector_zoom150.png")
+    finally:
+        zoomed.close()
 
 
-def test_performance_times_the_methods(browser, server):
-    page = _open(browser, f"{server}/performance", wait_for="stButton")
+def test_performance_times_the_methods(tab, server):
+    page = _open(tab, f"{server}/performance", wait_for="stButton")
     has_gpu = torch.cuda.is_available() or torch.backends.mps.is_available()
     assert ("No GPU on this server" in page.inner_text("body")) != has_gpu
     page.get_by_role("button", name="Time them").click()
@@ -339,9 +352,9 @@ def test_performance_times_the_methods(browser, server):
         _no_exception_box(page)
         pytest.xfail(f"the niced benchmark worker was starved: {refused.first.inner_text()}")
     _settle(page)
-    page.wait_for_timeout(500)
+    rows = page.locator('[data-testid="stDataFrame"]').first.locator("table[role=grid] tbody tr")
+    rows.first.wait_for(state="attached", timeout=WAIT_MS)  # the grid has drawn its rows
     methods = [r[0] for r in _frame(page, 0)]
     assert methods[0] == "floor" and "broadcast" in methods
     _no_exception_box(page)
     page.screenshot(path=SHOTS / "performance_laptop_1366x768.png")
-    page.close()

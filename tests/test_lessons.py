@@ -93,20 +93,71 @@ def test_setup_cell_installs_only_where_attnviz_is_missing():
     assert "%pip install" in setup and "--no-deps" in setup
 
 
-def _client(nb: nbformat.NotebookNode, folder: Path):
-    """A notebook runner (nbclient is imported here: the inner loop runs no notebook)."""
+def _client(nb: nbformat.NotebookNode, folder: Path, km=None):
+    """A notebook runner (nbclient is imported here: the inner loop runs no notebook); with km, it
+    runs in that kernel and leaves it running."""
     from nbclient import NotebookClient
 
     return NotebookClient(
-        nb, timeout=180, kernel_name="python3", resources={"metadata": {"path": str(folder)}}
+        nb,
+        km=km,
+        timeout=180,
+        kernel_name="python3",
+        shutdown_kernel="immediate",
+        resources={"metadata": {"path": str(folder)}},
     )
 
 
-def _run(path: Path) -> nbformat.NotebookNode:
-    nb = nbformat.read(path, as_version=4)
-    client = _client(nb, path.parent)
-    client.execute()
-    return nb
+class _Kernels:
+    """One kernel per lesson for all of that lesson's runs (the student version, the solution,
+    each set of wrong answers). Most of a run's time is the kernel's start and its first imports
+    (torch, plotly, attnviz), so each run after the first reuses them; it starts as Restart & Run
+    All would, in an empty namespace (%reset -f) and in its notebook's folder. A run that raises
+    takes its kernel with it: the next run of that lesson starts a fresh one."""
+
+    def __init__(self) -> None:
+        self._owners: dict[str, object] = {}  # lesson -> the client that started its kernel
+
+    def run(self, lesson: str, nb: nbformat.NotebookNode, folder: Path) -> nbformat.NotebookNode:
+        """Run every cell of nb (in place; raises CellExecutionError if a cell fails)."""
+        owner = self._owners.get(lesson)
+        if owner is None:
+            owner = _client(nbformat.v4.new_notebook(), folder)
+            owner.create_kernel_manager()
+            owner.start_new_kernel()
+            self._owners[lesson] = owner
+        fresh = nbformat.v4.new_notebook(
+            cells=[nbformat.v4.new_code_cell(f"%reset -f\n%cd -q {json.dumps(str(folder))}")]
+        )
+        try:
+            for notebook in (fresh, nb):
+                client = _client(notebook, folder, km=owner.km)
+                try:
+                    client.execute()
+                finally:
+                    if client.kc is not None:
+                        client.kc.stop_channels()
+        except BaseException:
+            self.close(lesson)
+            raise
+        return nb
+
+    def close(self, lesson: str) -> None:
+        owner = self._owners.pop(lesson, None)
+        if owner is not None and owner.km is not None:
+            owner._cleanup_kernel()
+
+
+@pytest.fixture(scope="module")
+def kernels():
+    kept = _Kernels()
+    yield kept
+    for lesson in list(kept._owners):
+        kept.close(lesson)
+
+
+def _run(kernels: _Kernels, path: Path) -> nbformat.NotebookNode:
+    return kernels.run(path.stem, nbformat.read(path, as_version=4), path.parent)
 
 
 def _statuses(nb: nbformat.NotebookNode) -> list[str]:
@@ -151,10 +202,19 @@ def _outputs_text(nb: nbformat.NotebookNode) -> str:
     return re.sub(r"this line of your code: `[^`\n]*`", "", "\n".join(parts))
 
 
+def _same_kernel(lesson: str):
+    """A lesson's notebook runs stay on one pytest-xdist worker, where its kernel is."""
+    return pytest.mark.xdist_group(f"test_lessons.py-{lesson}")
+
+
+def _by_lesson(paths: list[Path]) -> list:
+    return [pytest.param(p, marks=_same_kernel(p.stem), id=p.name) for p in paths]
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
-def test_student_version_runs_and_reports_not_attempted(path):
-    nb = _run(path)
+@pytest.mark.parametrize("path", _by_lesson(NOTEBOOKS))
+def test_student_version_runs_and_reports_not_attempted(kernels, path):
+    nb = _run(kernels, path)
     statuses = _statuses(nb)
     assert len(statuses) == _n_checks(nb)
     assert set(statuses) == {"not-attempted"}, statuses
@@ -164,9 +224,9 @@ def test_student_version_runs_and_reports_not_attempted(path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("path", SOLUTIONS, ids=lambda p: p.name)
-def test_solution_version_passes_every_check(path):
-    nb = _run(path)
+@pytest.mark.parametrize("path", _by_lesson(SOLUTIONS))
+def test_solution_version_passes_every_check(kernels, path):
+    nb = _run(kernels, path)
     statuses = _statuses(nb)
     assert len(statuses) == _n_checks(nb)
     assert set(statuses) == {"passed"}, json.dumps(statuses)
@@ -240,17 +300,20 @@ def _paste(nb: nbformat.NotebookNode, answers: dict[str, str]) -> int:
     return pasted
 
 
-WRONG_RUNS = [(lesson, name) for lesson, sets in WRONG_ANSWERS.items() for name in sets]
+WRONG_RUNS = [
+    pytest.param(lesson, name, marks=_same_kernel(lesson), id=f"{lesson}-{name}")
+    for lesson, sets in WRONG_ANSWERS.items()
+    for name in sets
+]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("lesson", "name"), WRONG_RUNS, ids=[f"{a}-{b}" for a, b in WRONG_RUNS])
-def test_student_notebook_runs_to_the_end_with_wrong_answers(lesson, name):
+@pytest.mark.parametrize(("lesson", "name"), WRONG_RUNS)
+def test_student_notebook_runs_to_the_end_with_wrong_answers(kernels, lesson, name):
     answers = WRONG_ANSWERS[lesson][name]
     nb = nbformat.read(LESSONS / f"{lesson}.ipynb", as_version=4)
     assert _paste(nb, answers) == len(answers)
-    client = _client(nb, LESSONS)
-    client.execute()  # raises CellExecutionError if any cell fails
+    kernels.run(lesson, nb, LESSONS)  # raises CellExecutionError if any cell fails
     statuses = _statuses(nb)
     assert len(statuses) == _n_checks(nb)
     assert set(statuses) <= {"failed", "error"}, statuses
