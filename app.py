@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from attnviz.ui import resume, shield
+from attnviz.ui import longlived, resume, shield
 from attnviz.ui.navigation import chrome, pages
 
 
@@ -16,6 +16,7 @@ def main() -> None:
     )
     chrome()
     st.navigation(pages(), position="top").run()
+    longlived.after_first_run()  # what the first page run imported stays out of full collections
 
 
 # Streamlit runs this file as __main__; importing it (from a test, say) builds nothing.

@@ -582,3 +582,17 @@ def test_back_and_next_name_the_step_they_go_to():
     bound = {k: meta[at.button(key=k).id].callback_args for k in ("pg_back", "pg_next")}
     assert at.session_state["pg_step"] == 1
     assert bound == {"pg_back": (0,), "pg_next": (2,)}
+
+
+def test_the_first_page_run_freezes_what_it_loaded():
+    """A server process's modules and caches of code stay out of full collections (a ~210 ms
+    pause each, every few dozen interactions of a class): frozen after the first page run."""
+    import gc
+
+    from attnviz.ui import longlived
+
+    _app()
+    assert longlived._after_first_run and gc.get_freeze_count() > 0
+    frozen = gc.get_freeze_count()
+    _app()  # a second run freezes nothing more
+    assert gc.get_freeze_count() == frozen

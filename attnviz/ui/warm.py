@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from attnviz import examples, figures, sandbox, trace
-from attnviz.ui import resume
+from attnviz.ui import longlived, resume
 
 
 def warm_up() -> dict[str, float]:
@@ -57,6 +57,7 @@ def _arrow(frame: pd.DataFrame) -> bytes:
 def main(argv: list[str]) -> None:
     resume.install()  # before the first request: a failover's first click counts
     took = warm_up()
+    longlived.freeze()  # what the warm-up loaded stays out of the collector's full passes
     print(
         "attnviz: warmed up in "
         + ", ".join(f"{name} {seconds:.2f} s" for name, seconds in took.items()),
