@@ -115,9 +115,16 @@ def pytest_collection_modifyitems(session, config, items):
     _name_the_groups(config, items)
 
 
-# the modules whose xdist groups are named on their tests' ids (see _name_the_groups); the others
-# are still scheduled test by test, as the suite's measured times assume
-NAMED_GROUPS = {"test_browser.py", "test_lessons.py"}
+# the modules whose xdist groups are named on their tests' ids (see _name_the_groups): every
+# module above whose tests share a module-scoped server, browser or kernel
+NAMED_GROUPS = {
+    "test_browser.py",
+    "test_lessons.py",
+    "test_live_browser.py",  # the slide tests' plain_server only (the rest is in SPREAD)
+    "test_serving.py",
+    "test_hostile.py",
+    "test_stclient.py",
+}
 
 
 def _name_the_groups(config, items) -> None:

@@ -15,6 +15,7 @@ import time
 
 import psutil
 import pytest
+import requests
 
 from benchmarks.bench_class import run_class
 from scripts import serve
@@ -53,6 +54,25 @@ def _until_closed(s: Session) -> None:
             raise AssertionError("the websocket stayed open after its replica was killed") from None
         except ProtocolError:
             return
+
+
+def _reconnect(s: Session) -> None:
+    """What a browser does when its websocket dies: connect again through the proxy, retrying
+    while the proxy has no live replica to give it yet (a 503, or a closed connection, until its
+    health checks mark the dead one down)."""
+
+    def attempt() -> bool:
+        try:
+            s.connect(existing_session_id=s.session_id)
+        except requests.HTTPError as e:
+            if e.response is None or e.response.status_code not in (502, 503, 504):
+                raise
+            return False
+        except requests.ConnectionError:  # the proxy closed a request to the dead replica
+            return False
+        return True
+
+    _until(attempt, "the browser reconnects through the proxy")
 
 
 @pytest.fixture(scope="module")
@@ -117,7 +137,15 @@ def test_the_affinity_cookie_names_the_replica_that_answers(server):
     assert cookie == s.replica == s.replica_http == again
 
 
+def _all_up(server, gone: int | None = None) -> bool:
+    """Both replicas running (not the killed one) and HAProxy sending students to each."""
+    pids = serve.replica_pids(server)
+    states = serve.haproxy_servers(server.run_dir)
+    return len(pids) == 2 and gone not in pids.values() and set(states.values()) == {"UP"}
+
+
 def test_a_killed_replica_is_restarted_and_its_student_keeps_the_view(server):
+    _until(lambda: _all_up(server), "both replicas UP before one is killed")
     s = Session(server.url)
     try:
         s.rerun()
@@ -129,23 +157,19 @@ def test_a_killed_replica_is_restarted_and_its_student_keeps_the_view(server):
         os.kill(old, signal.SIGKILL)
         _until_closed(s)  # the websocket dies with its replica
         s.close()
-        s.connect(
-            existing_session_id=s.session_id
-        )  # what the browser does: through the proxy again
+        _reconnect(s)  # what the browser does: through the proxy again
         run = s.rerun()  # the new replica rebuilds the view from the link (query string)
         assert run.ok and "**Step 3 of" in run.text()
     finally:
         s.close()
 
-    def back_up():
-        pids = serve.replica_pids(server)
-        states = serve.haproxy_servers(server.run_dir)
-        return len(pids) == 2 and old not in pids.values() and set(states.values()) == {"UP"}
-
-    _until(back_up, "supervisord restarts the killed replica and HAProxy sees it UP")
+    _until(
+        lambda: _all_up(server, old), "supervisord restarts the killed replica, HAProxy sees it UP"
+    )
 
 
 def test_the_first_click_after_a_failover_counts(server):
+    _until(lambda: _all_up(server), "both replicas UP before one is killed")
     s = Session(server.url)
     try:
         s.rerun()
@@ -155,7 +179,7 @@ def test_the_first_click_after_a_failover_counts(server):
         os.kill(serve.replica_pids(server)[s.replica], signal.SIGKILL)
         _until_closed(s)
         s.close()
-        s.connect(existing_session_id=s.session_id)
+        _reconnect(s)
         s.click(
             "pg_next"
         )  # a browser sends no rerun of its own on reconnecting: the click is first
@@ -164,7 +188,7 @@ def test_the_first_click_after_a_failover_counts(server):
         assert "could not use" not in run.text()  # the callback found the state rebuilt first
     finally:
         s.close()
-        _until(lambda: len(serve.replica_pids(server)) == 2, "the killed replica is back")
+        _until(lambda: _all_up(server), "the killed replica is back and UP")
 
 
 def test_stop_ends_every_process(tmp_path):
