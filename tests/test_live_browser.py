@@ -45,6 +45,9 @@ PROJECTOR = {"width": 1920, "height": 1080}
 LAPTOP = {"width": 1366, "height": 768}
 PHONE = {"width": 390, "height": 844}
 WAIT_MS = 60_000
+UNANSWERED_S = 10.0  # a rerun asked for this long ago with no run of its own: see Wire.idle
+_CALM_APP = '[data-testid="stApp"][data-test-connection-state="CONNECTED"]'
+_CALM_APP += '[data-test-script-state="notRunning"]'
 N_SLIDES = 12
 TRAP_SLIDE = 1 + [s.key for s in deck.story(*examples.classic()).slides].index("trap")
 
@@ -143,8 +146,15 @@ class Wire:
         self.asked = 0  # reruns the browser asked for
         self._asked = False  # a rerun was asked for and its run has not finished yet
         self._started = False  # ... and a run started after it was asked for
+        self._asked_at = 0.0  # when the last rerun was asked for
         self.polls_here, self.last_poll = 0, 0.0  # polls on this connection, when the last ended
+        self.said: list[str] = []  # the page's console warnings and errors, for a failure's message
         page.on("websocket", self._connect)
+        page.on("console", self._console)
+
+    def _console(self, message) -> None:
+        if message.type in ("warning", "error"):
+            self.said.append(f"{message.type}: {message.text[:300]}")
 
     def _connect(self, ws) -> None:
         if not ws.url.endswith("/_stcore/stream"):
@@ -162,7 +172,7 @@ class Wire:
         if msg.WhichOneof("type") != "rerun_script":
             return
         self.asked += 1
-        self._asked, self._started = True, False
+        self._asked, self._started, self._asked_at = True, False, time.monotonic()
         for widget in msg.rerun_script.widget_states.widgets:
             if widget.id.endswith("-wt_screen") and widget.HasField("json_value"):
                 self.screen = True
@@ -185,15 +195,33 @@ class Wire:
             if status != ForwardMsg.FINISHED_EARLY_FOR_RERUN and self._started:
                 self._asked = False
 
+    def __repr__(self) -> str:
+        state = f"connections={self.connections} runs={self.runs} polls_here={self.polls_here}"
+        state += f" asked={self.asked} waiting_for_run={self._asked} run_started={self._started}"
+        said = "\n  ".join(self.said[-15:])
+        return f"{state}\n  the page said:\n  {said}"
+
     @property
     def idle(self) -> bool:
-        """Every rerun this browser asked for has run to its end."""
-        return self.runs > 0 and not self._asked
+        """Every rerun this browser asked for has run to its end. (If the server folded the last
+        request into a run this observer counted as an earlier one's, no run of its own starts:
+        after UNANSWERED_S the page's own word, connected and not running, is taken, and noted.)"""
+        if self.runs == 0:
+            return False
+        if not self._asked:
+            return True
+        if time.monotonic() - self._asked_at < UNANSWERED_S or not self.page.query_selector(
+            _CALM_APP
+        ):
+            return False
+        self.said.append(f"observer: no run of its own for a rerun asked {UNANSWERED_S:.0f} s ago")
+        self._asked = False
+        return True
 
     def wait(self, condition, what: str, timeout_s: float = WAIT_MS / 1000) -> None:
         deadline = time.monotonic() + timeout_s
         while not condition():
-            assert time.monotonic() < deadline, f"waited {timeout_s:.0f} s for {what}"
+            assert time.monotonic() < deadline, f"waited {timeout_s:.0f} s for {what}: {self}"
             self.page.wait_for_timeout(50)  # playwright hands over the frames while it waits
 
     def ready(self) -> None:
@@ -411,6 +439,7 @@ def test_a_live_class_with_a_teacher_and_two_students(chromium, store_env, tmp_p
         started = time.monotonic()
         for wire in (phone_wire, teacher_wire):
             wire.wait(lambda w=wire: w.connections >= 2 and w.idle, "the browser to reconnect")
+            wire.page.wait_for_selector(_CALM_APP, state="attached", timeout=WAIT_MS)
         measured["reconnect_s"] = round(time.monotonic() - started, 2)
         phone.get_by_text("axis 0, the sentences (B = 2)").click()
         phone.get_by_role("button", name="Send my answer").click()
