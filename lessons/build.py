@@ -24,9 +24,11 @@ import argparse
 import re
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import jupytext
-import nbformat
+if TYPE_CHECKING:
+    import nbformat
+
 
 HERE = Path(__file__).resolve().parent
 SOURCES = HERE / "source"
@@ -84,6 +86,9 @@ def strip_solutions(code: str, *, student: bool, where: str = "") -> str:
 
 def build(source: Path, *, student: bool) -> nbformat.NotebookNode:
     """The student or solution notebook for one lesson source, without outputs."""
+    import jupytext  # here, not at the top: the tests import this file to collect (~3 s)
+    import nbformat
+
     nb = jupytext.read(source, fmt="py:percent")
     cells = []
     for cell in nb.cells:
@@ -109,6 +114,8 @@ def build(source: Path, *, student: bool) -> nbformat.NotebookNode:
 
 def targets() -> dict[Path, str]:
     """Every generated notebook path and its exact text."""
+    import nbformat
+
     out: dict[Path, str] = {}
     for source in sorted(SOURCES.glob("[0-9][0-9]_*.py")):
         name = source.stem + ".ipynb"

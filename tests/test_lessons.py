@@ -1,13 +1,29 @@
 """The lessons: generated notebooks are up to date and stored without outputs; every lesson runs top
 to bottom in both versions; the student's checks say "not attempted", the solution's all pass."""
 
+from __future__ import annotations
+
+import functools
 import importlib.util
 import json
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import nbformat
 import pytest
+
+if TYPE_CHECKING:
+    import nbformat
+
+
+@functools.cache
+def _nb():
+    """nbformat, imported with the first test that reads a notebook: with jupytext it costs ~3.5 s,
+    which every worker paid while collecting, before any test could start."""
+    import nbformat
+
+    return nbformat
+
 
 ROOT = Path(__file__).resolve().parents[1]
 LESSONS = ROOT / "lessons"
@@ -38,8 +54,8 @@ def test_generated_notebooks_are_up_to_date():
 
 @pytest.mark.parametrize("path", NOTEBOOKS + SOLUTIONS, ids=lambda p: str(p.relative_to(LESSONS)))
 def test_notebooks_are_stored_without_outputs(path):
-    nb = nbformat.read(path, as_version=4)
-    nbformat.validate(nb)
+    nb = _nb().read(path, as_version=4)
+    _nb().validate(nb)
     for cell in nb.cells:
         if cell.cell_type == "code":
             assert cell.outputs == [] and cell.execution_count is None
@@ -78,8 +94,8 @@ def test_unbalanced_markers_are_refused(code):
 
 def test_every_exercise_has_a_check_in_both_versions():
     for source in SOURCES:
-        student = nbformat.read(LESSONS / f"{source.stem}.ipynb", as_version=4)
-        solution = nbformat.read(LESSONS / "solutions" / f"{source.stem}.ipynb", as_version=4)
+        student = _nb().read(LESSONS / f"{source.stem}.ipynb", as_version=4)
+        solution = _nb().read(LESSONS / "solutions" / f"{source.stem}.ipynb", as_version=4)
         n_stubs = sum(c.source.count("raise NotImplementedError") for c in student.cells)
         n_checks = sum(len(CHECK_CALL.findall(c.source)) for c in student.cells)
         assert n_stubs >= 1 and n_checks >= n_stubs, source.name
@@ -122,12 +138,12 @@ class _Kernels:
         """Run every cell of nb (in place; raises CellExecutionError if a cell fails)."""
         owner = self._owners.get(lesson)
         if owner is None:
-            owner = _client(nbformat.v4.new_notebook(), folder)
+            owner = _client(_nb().v4.new_notebook(), folder)
             owner.create_kernel_manager()
             owner.start_new_kernel()
             self._owners[lesson] = owner
-        fresh = nbformat.v4.new_notebook(
-            cells=[nbformat.v4.new_code_cell(f"%reset -f\n%cd -q {json.dumps(str(folder))}")]
+        fresh = _nb().v4.new_notebook(
+            cells=[_nb().v4.new_code_cell(f"%reset -f\n%cd -q {json.dumps(str(folder))}")]
         )
         try:
             for notebook in (fresh, nb):
@@ -157,7 +173,7 @@ def kernels():
 
 
 def _run(kernels: _Kernels, path: Path) -> nbformat.NotebookNode:
-    return kernels.run(path.stem, nbformat.read(path, as_version=4), path.parent)
+    return kernels.run(path.stem, _nb().read(path, as_version=4), path.parent)
 
 
 def _statuses(nb: nbformat.NotebookNode) -> list[str]:
@@ -311,7 +327,7 @@ WRONG_RUNS = [
 @pytest.mark.parametrize(("lesson", "name"), WRONG_RUNS)
 def test_student_notebook_runs_to_the_end_with_wrong_answers(kernels, lesson, name):
     answers = WRONG_ANSWERS[lesson][name]
-    nb = nbformat.read(LESSONS / f"{lesson}.ipynb", as_version=4)
+    nb = _nb().read(LESSONS / f"{lesson}.ipynb", as_version=4)
     assert _paste(nb, answers) == len(answers)
     kernels.run(lesson, nb, LESSONS)  # raises CellExecutionError if any cell fails
     statuses = _statuses(nb)
@@ -324,7 +340,7 @@ def test_student_notebook_runs_to_the_end_with_wrong_answers(kernels, lesson, na
 
 def test_wrong_answer_tables_cover_every_stub():
     for lesson, sets in WRONG_ANSWERS.items():
-        nb = nbformat.read(LESSONS / f"{lesson}.ipynb", as_version=4)
+        nb = _nb().read(LESSONS / f"{lesson}.ipynb", as_version=4)
         stubbed = {
             DEF.findall(c.source)[0]
             for c in nb.cells
