@@ -356,3 +356,30 @@ def test_a_slide_button_names_the_slide_it_goes_to():
         assert kwargs == {"to": slide}, key
     _click(at, "wt_next")
     assert _slide(at) == 6 and _bound(at, "wt_next")[2] == {"to": 7}
+
+
+def test_the_teachers_count_keeps_its_height_while_answers_come_in():
+    """On the projector the slide sits below the count: a new typed answer fills a row that was
+    already there (hidden), so nothing below moves; a choice question has its rows from the start."""
+    from attnviz import examples
+    from attnviz.classroom import Kind, questions
+    from attnviz.ui.live_class import TYPED_BARS, bars_html
+
+    def n_rows(html: str) -> int:
+        return len(re.findall(r'class="wt-bar[ "]', html))
+
+    qs = questions(*examples.classic())
+    shape = next(q for q in qs if q.kind is Kind.SHAPE)
+    given = [("(2, 3, 1)", 5), ("(2, 3)", 3), ("(3, 2, 1)", 1), ("(2, 1, 3)", 1)]
+    for k in range(len(given) + 1):
+        html = bars_html(shape, tuple(given[:k]), sum(n for _, n in given[:k]), revealed=False)
+        assert n_rows(html) == TYPED_BARS
+        assert html.count("wt-bar wt-room") == TYPED_BARS - k
+        for answer, n in given[:k]:
+            assert f"{answer}</span>" in html and f"<b>{n}</b>" in html
+    many = tuple((f"({i}, 1)", 1) for i in range(TYPED_BARS + 3))
+    assert n_rows(bars_html(shape, many, len(many), revealed=True)) == TYPED_BARS
+    choice = next(q for q in qs if q.kind is Kind.CHOICE)
+    counted = ((str(i), 2) for i in range(len(choice.choices)))
+    rows = {n_rows(bars_html(choice, c, 2, revealed=False)) for c in ((), tuple(counted))}
+    assert rows == {len(choice.choices)}

@@ -42,6 +42,7 @@ from attnviz.ui import live_screen
 from attnviz.ui.safe import inert
 
 POLL_S = 1.0
+TYPED_BARS = 6  # the teacher's count shows this many different typed answers (the most given)
 #: Server CPU seconds spent in the last poll of this session (the closing note measures it).
 LAST_POLL_CPU = "wt_poll_cpu"
 #: ... and in the last answer it recorded.
@@ -406,11 +407,16 @@ def _teacher_act(action: str, question: Question) -> None:
         ss["wt_notice"] = str(e)
 
 
-def _bars(question: Question, counts, total: int, *, revealed: bool) -> None:
-    """The live count as a bar chart in plain HTML (cheap to redraw every second)."""
+def bars_html(question: Question, counts, total: int, *, revealed: bool) -> str:
+    """The live count as a bar chart in plain HTML (cheap to redraw every second).
+
+    A typed answer gets a bar of its own, up to TYPED_BARS of them (the most given first); the
+    chart always has room for that many, so the slide below it stays put on the projector while
+    new answers come in."""
     shown = dict(counts)
-    labels = [str(i) for i in range(len(question.choices))] if question.kind is Kind.CHOICE else []
-    labels += [a for a, _ in counts if a not in labels][:6]
+    choice = question.kind is Kind.CHOICE
+    labels = [str(i) for i in range(len(question.choices))] if choice else []
+    labels += [a for a, _ in counts if a not in labels][:TYPED_BARS]
     most = max([1, *shown.values()])
     rows = []
     for a in labels:
@@ -422,8 +428,15 @@ def _bars(question: Question, counts, total: int, *, revealed: bool) -> None:
             f'<span class="wt-track"><span class="wt-fill" style="width:{width:.0f}%"></span>'
             f"</span><b>{shown.get(a, 0)}</b></div>"
         )
-    st.html(
+    if not choice:  # room for the answers not given yet: rows like the others, not shown
+        room = (
+            '<div class="wt-bar wt-room" aria-hidden="true"><span class="wt-label">-</span>'
+            '<span class="wt-track"></span><b>0</b></div>'
+        )
+        rows += [room] * (TYPED_BARS - len(labels))
+    return (
         "<style>.wt-bar{display:flex;align-items:center;gap:.6rem;font-size:1.25rem;margin:.2rem 0}"
+        ".wt-room{visibility:hidden}"
         ".wt-label{flex:0 0 45%}.wt-track{flex:1;background:#eee;height:1.4rem}"
         ".wt-fill{display:block;height:100%;background:#2166ac}"
         ".wt-right .wt-fill{background:#1a7f37}.wt-right{font-weight:700}"
@@ -431,9 +444,14 @@ def _bars(question: Question, counts, total: int, *, revealed: bool) -> None:
         "@media (max-width:640px){.wt-bar{font-size:1rem;flex-wrap:wrap}"
         ".wt-label{flex:1 0 100%}}</style>"
         f'<div class="wt-bars" role="img" aria-label="{total} answers">'
+        + f'<div class="wt-total">{total} answered</div>'  # above the bars: the room is below
         + "".join(rows)
-        + f'<div class="wt-total">{total} answered</div></div>'
+        + "</div>"
     )
+
+
+def _bars(question: Question, counts, total: int, *, revealed: bool) -> None:
+    st.html(bars_html(question, counts, total, revealed=revealed))
 
 
 def _student_question(record: ClassRecord, question: Question) -> None:
