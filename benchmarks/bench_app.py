@@ -112,7 +112,7 @@ def bench_first_paint(loads: int) -> None:
                 page = browser.new_page(viewport={"width": 1366, "height": 768})
                 t0 = time.perf_counter()
                 page.goto(url)
-                page.wait_for_selector('[data-testid="stDataFrame"]', timeout=120_000)
+                page.wait_for_selector(".st-key-pg_result table", timeout=120_000)
                 table.append(time.perf_counter() - t0)
                 page.wait_for_selector('[data-testid="stPlotlyChart"] .main-svg', timeout=120_000)
                 figure.append(time.perf_counter() - t0)

@@ -151,15 +151,23 @@ def _frame(page, index: int) -> list[list[str]]:
     )
 
 
+# the result table shows four decimals: a shown value is right within half a unit of the fourth
+# (and float32's own error)
+SHOWN = {"rtol": 0, "atol": 5.1e-5}
+
+
 def _result(page, timeout_s: float = 30) -> np.ndarray:
-    """weighted as shown: the first non-editable table whose rows are sentences (after the editors).
-    Polls until it is on the page (a busy server may still be drawing)."""
+    """weighted as shown: the first table of the result box, once every editor's grid is drawn
+    too (the grids load on their own, after the plain tables). Polls until then (a busy server
+    may still be drawing)."""
     deadline = time.monotonic() + timeout_s
     while True:
-        frames = page.locator('[data-testid="stDataFrame"]')
-        for i in range(frames.count()):
-            rows = _frame(page, i)
-            header = frames.nth(i).locator("table[role=grid] th").all_inner_texts()
+        table = page.locator(".st-key-pg_result table").first
+        grids = page.locator('[data-testid="stDataFrame"]')
+        drawn = [grids.nth(i).locator("table[role=grid] th").count() for i in range(grids.count())]
+        if table.count() and drawn and all(drawn):
+            header = table.locator("thead th").all_inner_texts()
+            rows = [r.locator("td").all_inner_texts() for r in table.locator("tbody tr").all()]
             if rows and rows[0][0] == "sentence 0" and header[1:2] == ["h0"]:
                 return np.array([[float(v) for v in r[1:]] for r in rows])
         if time.monotonic() > deadline:
@@ -187,7 +195,7 @@ def _wait_result(page, expected: np.ndarray, timeout_s: float = 30) -> np.ndarra
     deadline = time.monotonic() + timeout_s
     while True:
         shown = _result(page)
-        if shown.shape == expected.shape and np.allclose(shown, expected, rtol=1e-5, atol=1e-5):
+        if shown.shape == expected.shape and np.allclose(shown, expected, **SHOWN):
             return shown
         if time.monotonic() > deadline:
             return shown
@@ -217,7 +225,7 @@ def _classic(**kw) -> np.ndarray:
 
 def test_playground_shows_the_classic_result(tab, server):
     page = _open(tab, server)
-    np.testing.assert_allclose(_result(page), _classic(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(_result(page), _classic(), **SHOWN)
     assert page.get_by_text("Step 1 of 8").is_visible()
     _no_exception_box(page)
     page.screenshot(path=SHOTS / "playground_laptop_1366x768.png")
@@ -231,7 +239,7 @@ def test_editing_a_cell_updates_the_result_and_the_link(tab, server):
     x, w = examples.classic()
     x[0, 0, 0] = 2.5
     expected = attnviz.weighted_sum(x, w).numpy().astype(np.float64)
-    np.testing.assert_allclose(_wait_result(page, expected), expected, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(_wait_result(page, expected), expected, **SHOWN)
     page.wait_for_url("**x=2.5_*", timeout=WAIT_MS)
     _no_exception_box(page)
 
@@ -245,7 +253,7 @@ def test_a_bad_cell_shows_a_message_and_keeps_the_result(tab, server):
     finally:
         page.screenshot(path=SHOTS / "playground_bad_cell.png")
     assert "is empty" in alert.first.inner_text()
-    np.testing.assert_allclose(_result(page), _classic(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(_result(page), _classic(), **SHOWN)
     _no_exception_box(page)
     page.screenshot(path=SHOTS / "playground_bad_cell.png")
 
@@ -268,13 +276,13 @@ def test_typed_numbers_are_read_or_refused_with_what_was_typed(tab, server, type
     if value is not None:
         x[0, 1, 2] = value
         expected = attnviz.weighted_sum(x, w).numpy().astype(np.float64)
-        np.testing.assert_allclose(_wait_result(page, expected), expected, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(_wait_result(page, expected), expected, **SHOWN)
     else:
         alert = page.locator('[data-testid="stAlert"]', has_text="net_output[0, 1, 2]")
         alert.first.wait_for(timeout=WAIT_MS)
         assert says in alert.first.inner_text()
         assert typed in _frame(page, 0)[1]  # what was typed stays visible in its cell
-        np.testing.assert_allclose(_result(page), _classic(), rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(_result(page), _classic(), **SHOWN)
     _no_exception_box(page)
     page.screenshot(path=SHOTS / f"typed_{typed.replace(',', 'comma')}.png")
 
@@ -314,7 +322,7 @@ def test_clicking_a_result_cell_shows_its_provenance(tab, server):
 def test_tampered_link_keeps_the_defaults(tab, server):
     page = _open(tab, f"{server}/?p=classic&s=2x3x5&x=1_2_3")
     assert "could not be read" in page.locator('[data-testid="stAlert"]').first.inner_text()
-    np.testing.assert_allclose(_result(page), _classic(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(_result(page), _classic(), **SHOWN)
     _no_exception_box(page)
 
 

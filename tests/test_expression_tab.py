@@ -14,6 +14,7 @@ import attnviz
 from attnviz import examples
 from attnviz.ui import expression
 from attnviz.ui.sections import TABS
+from tests.test_app import _result
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 TIMEOUT = 90
@@ -39,15 +40,6 @@ def _texts(at: AppTest) -> str:
     parts = [e.value for e in (*at.error, *at.warning, *at.info, *at.success)]
     parts += [m.value for m in (*at.markdown, *at.caption, *at.code, *at.text)]
     return "\n".join(str(p) for p in parts)
-
-
-def _result(at: AppTest) -> np.ndarray:
-    frames = [
-        d.value
-        for d in at.dataframe
-        if not d.proto.editing_mode and str(d.value.index[0]).startswith("sentence")
-    ]
-    return frames[0].to_numpy(dtype=np.float64, copy=True)
 
 
 def _type(at: AppTest, expr: str) -> AppTest:

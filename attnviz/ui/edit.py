@@ -168,13 +168,6 @@ def apply_edits(
     return out
 
 
-def display_values(a: np.ndarray) -> np.ndarray:
-    """float32 (any shape) -> float64 with each value's shortest float32 spelling (0.7718, not
-    0.77179998...), so an editor shows and edits the numbers the user typed."""
-    flat = [float(np.format_float_positional(v, unique=True, trim="-")) for v in a.ravel()]
-    return np.array(flat, dtype=np.float64).reshape(a.shape)
-
-
 def cell_text(v: float) -> str:
     """How an editor cell shows a float32 value: four decimals when they are exact (``0.7718``,
     ``1.0000``), else its shortest float32 spelling (``0.123456``, ``1e-05``)."""

@@ -24,12 +24,16 @@ _STYLE = """
 <style>
 [data-testid="stMainBlockContainer"] { padding-top: 4.2rem; padding-bottom: 4rem; }
 [data-testid="stMarkdownContainer"] h2 { padding-top: 0.2rem; }
+/* the Playground's result tables: as wide as their numbers, scrolled sideways when wider */
+.st-key-pg_result table { display: block; overflow-x: auto; max-width: 100%; }
+.st-key-pg_result th, .st-key-pg_result td { white-space: nowrap; }
 </style>
 """
 
 
 def chrome() -> None:
-    """What every page shares: a tighter top margin so the example is on the first screen."""
+    """What every page shares: a tighter top margin so the example is on the first screen, and
+    result tables that scroll sideways instead of overflowing their column."""
     st.html(_STYLE)
 
 

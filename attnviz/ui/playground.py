@@ -109,10 +109,6 @@ def _init_state() -> None:
     ss["pg_ready"] = True
 
 
-def _frame(values: np.ndarray, rows: list[str], cols: list[str]) -> pd.DataFrame:
-    return pd.DataFrame(edit.display_values(values), index=rows, columns=cols)
-
-
 def _text_frame(key: str, base: np.ndarray, rows: list[str], cols: list[str]) -> pd.DataFrame:
     """The table an editor starts from, as text cells: built once per editor (its key names one
     version of the example, and the editor shows its edits on top), then kept in the session for
@@ -223,7 +219,7 @@ def _editors(choice: _controls.ExampleChoice) -> Current:
                 prefix=(),
                 what=f"mask must keep B = {b} sentences",
             )
-        result_box = st.container()
+        result_box = st.container(key="pg_result")
     ok = not (any(blk is None for blk in blocks) or w is None or m is None)
     if ok:
         x_new = np.stack(blocks).astype(np.float32)  # (B, T, H)
@@ -239,13 +235,19 @@ def _editors(choice: _controls.ExampleChoice) -> Current:
     return ex
 
 
+def numbers_markdown(values: np.ndarray, rows: list[str], cols: list[str]) -> str:
+    """A read-only table of numbers (R, C), all with four decimals, as Markdown: our own labels and
+    formatted numbers only, never a visitor's text."""
+    lines = ["| | " + " | ".join(cols) + " |", "|:--|" + "--:|" * len(cols)]
+    for label, row in zip(rows, np.asarray(values, dtype=np.float64) + 0.0, strict=True):
+        lines.append(f"| {label} | " + " | ".join(f"{v:.4f}" for v in row) + " |")
+    return "\n".join(lines)
+
+
 def _numbers_table(values: np.ndarray, rows: list[str], cols: list[str]) -> None:
-    """A read-only table of numbers, all with four decimals."""
-    st.dataframe(
-        _frame(values, rows, cols),
-        column_config={c: st.column_config.NumberColumn(c, format="%.4f") for c in cols},
-        width="content",
-    )
+    """A read-only table of numbers: a plain table, which costs the server and the browser far
+    less than a data grid (an edit redraws it for every student of a class)."""
+    st.markdown(numbers_markdown(values, rows, cols))
 
 
 def _result(ex: Current, ok: bool) -> None:

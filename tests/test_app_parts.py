@@ -1,0 +1,87 @@
+"""The Playground's pure helpers (the PyTorch snippet, the exports, the link) and the error boundary
+every page runs inside, each on its own: no page is drawn here."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+from streamlit.testing.v1 import AppTest
+
+import attnviz
+from attnviz import examples
+from attnviz.ui import export, link
+
+TIMEOUT = 90
+
+
+# ---- the pure helpers behind the Playground ----------------------------------------------------
+
+
+@pytest.mark.slow  # runs the snippet in a fresh interpreter importing torch (~2 s)
+def test_snippet_rebuilds_the_example_in_plain_pytorch(tmp_path):
+    x, w, mask = examples.padded(2, 3, 5)
+    code = export.pytorch_snippet(x.numpy(), w.numpy(), mask.numpy(), True)
+    path = tmp_path / "snippet.py"
+    path.write_text(code + "print(weighted.tolist())\n")
+    out = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, check=True)
+    printed = torch.tensor(eval(out.stdout.strip().splitlines()[-1]))  # noqa: S307 (our own output)
+    expected = attnviz.weighted_sum(x, w, mask=mask, normalize="softmax")
+    torch.testing.assert_close(printed, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_npy_and_json_exports_read_back():
+    import io
+    import json
+
+    x, w = examples.classic()
+    back = np.load(io.BytesIO(export.npy_bytes(x.numpy())))
+    np.testing.assert_array_equal(back, x.numpy())
+    data = json.loads(export.tensors_json({"att_scores": w.numpy(), "mask": None}))
+    assert data["att_scores"]["shape"] == [2, 3] and "mask" not in data
+
+
+def test_link_round_trips_exactly():
+    x, w = examples.random_example(3, 4, 6, seed=3)
+    lk = link.Link(
+        preset="random", shape=(3, 4, 6), seed=3, x=x.numpy(), w=w.numpy(), step=2, cell=(2, 5)
+    )
+    back = link.decode(link.encode(lk))
+    np.testing.assert_array_equal(back.x, x.numpy())
+    np.testing.assert_array_equal(back.w, w.numpy())
+    assert (back.step, back.cell, back.seed) == (2, (2, 5), 3)
+
+
+# ---- the error boundary --------------------------------------------------------------------------
+
+
+def test_error_boundary_shows_a_plain_message_not_a_traceback():
+    def script():
+        from attnviz.ui.boundary import guarded
+
+        def broken_page():
+            raise RuntimeError("internal detail /srv/secret.py line 3")
+
+        guarded(broken_page, "zz_")()
+
+    at = AppTest.from_function(script, default_timeout=TIMEOUT).run()
+    assert not at.exception
+    message = " ".join(e.value for e in at.error)
+    assert "Something went wrong" in message and "secret" not in message
+
+
+def test_error_boundary_shows_an_attnviz_error_as_is():
+    def script():
+        from attnviz.errors import AttnvizError
+        from attnviz.ui.boundary import guarded
+
+        def page():
+            raise AttnvizError("att_scores (2, 4) does not fit net_output (2, 3, 5)")
+
+        guarded(page, "zz_")()
+
+    at = AppTest.from_function(script, default_timeout=TIMEOUT).run()
+    assert "(2, 4) does not fit" in at.error[0].value
