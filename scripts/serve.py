@@ -18,7 +18,9 @@ Runs as the invoking user, on loopback only. Needs Debian's ``haproxy`` and ``su
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
+import http.client
 import io
 import json
 import os
@@ -30,6 +32,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+import xmlrpc.client
 from dataclasses import dataclass, field
 from pathlib import Path
 from string import Template
@@ -66,9 +69,6 @@ class Settings:
     python: str = sys.executable
     haproxy: str = field(default_factory=lambda: shutil.which("haproxy") or "/usr/sbin/haproxy")
     supervisord: str = field(default_factory=lambda: shutil.which("supervisord") or "supervisord")
-    supervisorctl: str = field(
-        default_factory=lambda: shutil.which("supervisorctl") or "supervisorctl"
-    )
 
     @property
     def url(self) -> str:
@@ -238,10 +238,42 @@ def warm(s: Settings, timeout: float = 180.0) -> None:
             session.rerun()
 
 
-def _ctl(s: Settings, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [s.supervisorctl, "-c", str(s.conf), *args], capture_output=True, text=True, check=check
+class _UnixConnection(http.client.HTTPConnection):
+    """HTTP over a unix socket: how supervisorctl reaches supervisord."""
+
+    def __init__(self, path: str, timeout: float) -> None:
+        super().__init__("localhost", timeout=timeout)
+        self._path = path
+
+    def connect(self) -> None:
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(self.timeout)
+        self.sock.connect(self._path)
+
+
+class _UnixTransport(xmlrpc.client.Transport):
+    def __init__(self, path: str) -> None:
+        super().__init__()
+        self._path = path
+
+    def make_connection(self, host: object) -> http.client.HTTPConnection:
+        return _UnixConnection(self._path, timeout=10)
+
+
+def rpc(s: Settings) -> xmlrpc.client.ServerProxy:
+    """supervisord's own XML-RPC interface (``rpc(s).supervisor.getAllProcessInfo()``, ...), over the
+    unix socket supervisorctl uses: a call costs a request, not a Python process per call."""
+    return xmlrpc.client.ServerProxy(
+        "http://localhost", transport=_UnixTransport(str(s.run_dir / "supervisor.sock"))
     )
+
+
+def _processes(s: Settings) -> list[dict]:
+    """supervisord's view of every program; [] if it does not answer."""
+    try:
+        return rpc(s).supervisor.getAllProcessInfo()
+    except (OSError, xmlrpc.client.Error, http.client.HTTPException):
+        return []
 
 
 def supervisord_pid(run_dir: Path) -> int | None:
@@ -255,12 +287,12 @@ def supervisord_pid(run_dir: Path) -> int | None:
 
 def replica_pids(s: Settings) -> dict[str, int]:
     """Each running replica's process id, by name (from supervisord)."""
-    pids = {}
-    for name in s.names:
-        out = _ctl(s, "pid", f"replicas:{name}", check=False).stdout.strip()
-        if out.isdigit() and int(out) > 0:
-            pids[name] = int(out)
-    return pids
+    names = set(s.names)
+    return {
+        p["name"]: int(p["pid"])
+        for p in _processes(s)
+        if p["group"] == "replicas" and p["name"] in names and p["pid"] > 0
+    }
 
 
 def start(s: Settings, timeout: float = 180.0) -> None:
@@ -282,7 +314,9 @@ def stop(s: Settings, timeout: float = 60.0) -> None:
     pid = supervisord_pid(s.run_dir)
     if pid is None:
         return
-    _ctl(s, "shutdown", check=False)
+    # already going, or it hangs up while it stops: the wait below tells
+    with contextlib.suppress(OSError, xmlrpc.client.Error, http.client.HTTPException):
+        rpc(s).supervisor.shutdown()
     deadline = time.monotonic() + timeout
     while supervisord_pid(s.run_dir) and time.monotonic() < deadline:
         time.sleep(0.2)
@@ -331,7 +365,8 @@ def main(argv: list[str] | None = None) -> int:
         if not supervisord_pid(s.run_dir):
             print(f"not running (run folder {s.run_dir})")
             return 1
-        print(_ctl(s, "status", check=False).stdout, end="")
+        for p in _processes(s):
+            print(f"{p['group']}:{p['name']:<12} {p['statename']:<9} {p['description']}")
         for name, state in sorted(haproxy_servers(s.run_dir).items()):
             print(f"haproxy sees {name}: {state}")
     return 0
