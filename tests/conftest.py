@@ -28,6 +28,7 @@ import shutil
 import sys
 import tempfile
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
@@ -84,6 +85,9 @@ def pytest_xdist_auto_num_workers(config):
 
 # modules run test by test across the workers: their tests start what they need themselves
 SPREAD = {"test_lessons.py", "test_live_browser.py"}
+# modules that run in another module's group, on its worker, to share its session-scoped server:
+# the class server (2 replicas behind HAProxy, ~20 CPU-s and ~30 s to start) of test_serving
+SHARED = {"test_serving_browser.py": "test_serving.py"}
 # modules whose shared server and browser are worth starting twice, once on each of two workers
 # (none now: test_browser's tests reuse one tab, so a second server's cold start and first
 # session cost more than the half of the module it would take over)
@@ -111,7 +115,7 @@ def pytest_collection_modifyitems(session, config, items):
         name = item.path.name
         if name in SPREAD and "plain_server" not in getattr(item, "fixturenames", ()):
             continue  # no group: any worker
-        group = name
+        group = SHARED.get(name, name)
         if name in HALVED:
             index[name] = index.get(name, -1) + 1
             group = f"{name}-{index[name] % 2}"
@@ -126,6 +130,7 @@ NAMED_GROUPS = {
     "test_lessons.py",
     "test_live_browser.py",  # the slide tests' plain_server only (the rest is in SPREAD)
     "test_serving.py",
+    "test_serving_browser.py",  # in test_serving's group: see SHARED
     "test_hostile.py",
     "test_stclient.py",
 }
@@ -155,6 +160,34 @@ def _name_the_groups(config, items) -> None:
             item._id = NodeId.parse(nodeid)
         else:
             item._nodeid = nodeid
+
+
+@pytest.fixture(scope="session")
+def class_server(tmp_path_factory):
+    """The class server: 2 replicas behind HAProxy under supervisord, from scripts/serve.py's own
+    start and stop, once per test process for test_serving and test_serving_browser (one group:
+    SHARED). Their failover tests kill a replica and wait until it is back and UP."""
+    import socket
+
+    from scripts import serve
+
+    socks = [socket.socket() for _ in range(3)]
+    for sock in socks:
+        sock.bind(("127.0.0.1", 0))
+    ports = [sock.getsockname()[1] for sock in socks]
+    for sock in socks:
+        sock.close()
+    s = serve.Settings(
+        replicas=2,
+        proxy_port=ports[0],
+        replica_ports=ports[1:],
+        run_dir=tmp_path_factory.mktemp("serve"),
+    )
+    serve.start(s, timeout=180)  # generous: a busy 2-core machine starts Streamlit slowly
+    try:
+        yield s
+    finally:
+        serve.stop(s)
 
 
 def pytest_collection_finish(session):

@@ -75,21 +75,10 @@ def _reconnect(s: Session) -> None:
     _until(attempt, "the browser reconnects through the proxy")
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    """2 replicas behind HAProxy, from the serve command's own start/stop."""
-    ports = _free_ports(3)
-    s = serve.Settings(
-        replicas=2,
-        proxy_port=ports[0],
-        replica_ports=ports[1:],
-        run_dir=tmp_path_factory.mktemp("serve"),
-    )
-    serve.start(s, timeout=WAIT_S)
-    try:
-        yield s
-    finally:
-        serve.stop(s)
+@pytest.fixture
+def server(class_server):
+    """The class server of this test process (tests/conftest.py): 2 replicas behind HAProxy."""
+    return class_server
 
 
 def test_the_configs_give_every_replica_the_same_secret_and_store(tmp_path):

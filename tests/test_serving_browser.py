@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import socket
 import time
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
 from scripts import serve
 from scripts.chromium import CHROMIUM, CHROMIUM_ARGS
+from tests.test_serving import _all_up, _until
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,37 +28,16 @@ WAIT_MS = 120_000
 LINK = "?p=classic&s=2x3x5&sm=1"  # the Playground is the default page, at /
 
 
-def _free_ports(n: int) -> list[int]:
-    socks = [socket.socket() for _ in range(n)]
-    try:
-        for s in socks:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
+@pytest.fixture
+def server(class_server):
+    """The class server of this test process (tests/conftest.py), shared with test_serving."""
+    return class_server
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
+def browser():
     if not Path(CHROMIUM).exists():
         pytest.skip(f"Debian's chromium is missing at {CHROMIUM} (apt-get install -y chromium)")
-    ports = _free_ports(3)
-    s = serve.Settings(
-        replicas=2,
-        proxy_port=ports[0],
-        replica_ports=ports[1:],
-        run_dir=tmp_path_factory.mktemp("serve-browser"),
-    )
-    serve.start(s, timeout=WAIT_MS / 1000)
-    try:
-        yield s
-    finally:
-        serve.stop(s)
-
-
-@pytest.fixture(scope="module")
-def browser(server):
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
@@ -123,6 +102,7 @@ class Runs:
 
 
 def test_a_killed_replica_costs_a_reconnect_not_the_view(server, browser):
+    _until(lambda: _all_up(server), "both replicas UP before one is killed")
     context = browser.new_context(viewport={"width": 1366, "height": 768})
     page = context.new_page()
     runs = Runs(page)
@@ -138,7 +118,8 @@ def test_a_killed_replica_costs_a_reconnect_not_the_view(server, browser):
         assert before in server.names and "sm=1" in _href(page)
         opened = runs.sockets
 
-        os.kill(serve.replica_pids(server)[before], signal.SIGKILL)
+        gone = serve.replica_pids(server)[before]
+        os.kill(gone, signal.SIGKILL)
         t0 = time.monotonic()
         # the browser notices, reconnects through the proxy, and lands on the other replica
         while runs.sockets == opened or _replica(context) in ("", before):
@@ -173,11 +154,4 @@ def test_a_killed_replica_costs_a_reconnect_not_the_view(server, browser):
     finally:
         context.close()
 
-    deadline = time.monotonic() + WAIT_MS / 1000
-    while time.monotonic() < deadline:
-        states = serve.haproxy_servers(server.run_dir)
-        if len(serve.replica_pids(server)) == 2 and set(states.values()) == {"UP"}:
-            break
-        time.sleep(0.5)
-    else:
-        raise AssertionError("supervisord did not bring the killed replica back")
+    _until(lambda: _all_up(server, gone), "supervisord brings the killed replica back, UP")
