@@ -124,8 +124,11 @@ def pytest_collection_modifyitems(session, config, items):
 
 
 # the modules whose xdist groups are named on their tests' ids (see _name_the_groups): every
-# module above whose tests share a module-scoped server, browser or kernel
+# module above whose tests share a module-scoped server, browser, kernel or process (a group not
+# named here is not kept together: its module-scoped fixture starts again on each worker)
 NAMED_GROUPS = {
+    "test_bench_worker.py",  # the benchmark worker process (imports torch: ~4 CPU-s a start)
+    "test_fused.py",  # kernel_results: one process that runs every kernel case (~5 CPU-s)
     "test_browser.py",
     "test_lessons.py",
     "test_live_browser.py",  # the slide tests' plain_server only (the rest is in SPREAD)
