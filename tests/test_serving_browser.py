@@ -118,8 +118,9 @@ def test_a_killed_replica_costs_a_reconnect_not_the_view(server, browser):
         _settled(page)
         for _ in range(2):
             runs.click("Next")
-        assert _step(page) == 3
+        _shows_step(page, 3)
         _wait_href(page, "step=2")  # the page writes its step into the link
+        assert _step(page) == 3
         before = _replica(context)
         assert before in server.names and "sm=1" in _href(page)
         opened = runs.sockets
