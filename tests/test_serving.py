@@ -175,6 +175,9 @@ def test_the_first_click_after_a_failover_counts(server):
         run = s.rerun(timeout=15)  # attnviz.ui.resume: run as the whole page, the click counted
         assert run.ok and "**Step 4 of" in run.text()
         assert "could not use" not in run.text()  # the callback found the state rebuilt first
+        s.click("pg_next")  # and the next click moves on from there: Next now says step 5
+        run = s.rerun(timeout=15)
+        assert run.ok and "**Step 5 of" in run.text()
     finally:
         s.close()
         _until(lambda: _all_up(server), "the killed replica is back and UP")
