@@ -44,22 +44,25 @@ def _app(params: dict[str, str] | None = None, page: str | None = None) -> AppTe
     return at
 
 
-def _tables(at: AppTest) -> list[tuple[list[str], list[str], list[list[str]]]]:
-    """The read-only tables of numbers as shown (Markdown): (columns, row labels, cells)."""
+def _tables(at: AppTest) -> list[tuple[str, list[str], list[list[str]]]]:
+    """The read-only tables of numbers as shown (Markdown, after any heading in the same element):
+    (the rows' axis, columns, cells); the rows must be numbered 0, 1, ... as in the editors."""
     found = []
     for m in at.markdown:
         lines = str(m.value).splitlines()
-        if len(lines) > 2 and lines[0].startswith("| | ") and lines[1].startswith("|:--|"):
-            rows = [[c.strip() for c in line.strip("|").split("|")] for line in lines[2:]]
-            found.append((lines[0].strip("| ").split(" | "), [r[0] for r in rows], rows))
-    return [(cols, labels, [r[1:] for r in rows]) for cols, labels, rows in found]
+        starts = [i for i, line in enumerate(lines[:-1]) if lines[i + 1].startswith("|--:|")]
+        if not starts:
+            continue
+        head = [c.strip() for c in lines[starts[0]].strip("|").split("|")]
+        rows = [[c.strip() for c in line.strip("|").split("|")] for line in lines[starts[0] + 2 :]]
+        assert [r[0] for r in rows] == [str(i) for i in range(len(rows))], lines
+        found.append((head[0], head[1:], [r[1:] for r in rows]))
+    return found
 
 
 def _result(at: AppTest) -> np.ndarray:
     """The numbers of the result table `weighted` (B, H) as shown."""
-    cells = next(
-        c for cols, labels, c in _tables(at) if labels[0] == "sentence 0" and cols[0] == "h0"
-    )
+    cells = next(c for axis, cols, c in _tables(at) if axis == "sentence" and cols[0] == "h0")
     return np.array(cells, dtype=np.float64)
 
 
@@ -99,7 +102,12 @@ def test_playground_shows_one_editor_per_sentence_and_one_for_att_scores():
     at = _app()
     editors = [d.value for d in at.dataframe if d.proto.editing_mode]
     assert [e.shape for e in editors] == [(3, 5), (3, 5), (2, 3)]
-    assert list(editors[0].index) == ["word 0", "word 1", "word 2"]
+    # each table's rows are the tensor's own index, under the axis's name
+    assert [(e.index.name, list(e.index)) for e in editors] == [
+        ("word", [0, 1, 2]),
+        ("word", [0, 1, 2]),
+        ("sentence", [0, 1]),
+    ]
 
 
 def test_editing_a_cell_changes_the_result():
@@ -497,7 +505,7 @@ def test_share_section_links_the_same_example_in_the_walkthrough():
 
 def test_weights_applied_are_shown_with_four_decimals():
     at = _app({"mk": "1", "m": "110_100"})
-    applied = next(cells for cols, _, cells in _tables(at) if cols[0] == "w0")
+    applied = next(cells for _, cols, cells in _tables(at) if cols[0] == "w0")
     shown = [v for row in applied for v in row]
     assert shown and all(re.fullmatch(r"-?\d+\.\d{4}", v) for v in shown), shown  # never "0"
     assert "0.0000" in shown  # the masked word: 0 shown as 0.0000, beside 0.3038

@@ -22,11 +22,6 @@ MAX_ABS = 1e6
 _SHOW = 3  # problems listed per message; the rest are counted
 
 
-def row_labels(axis: str, n: int) -> list[str]:
-    """Index labels of an editor: ``["word 0", "word 1", ...]``."""
-    return [f"{axis} {i}" for i in range(n)]
-
-
 def col_labels(letter: str, n: int) -> list[str]:
     """Column labels of an editor: ``["h0", "h1", ...]``."""
     return [f"{letter}{i}" for i in range(n)]

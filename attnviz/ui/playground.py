@@ -109,7 +109,14 @@ def _init_state() -> None:
     ss["pg_ready"] = True
 
 
-def _text_frame(key: str, base: np.ndarray, rows: list[str], cols: list[str]) -> pd.DataFrame:
+def _rows(axis: str, n: int) -> pd.RangeIndex:
+    """An editor's rows: the tensor's own index 0..n-1 under the axis's name ("word"). A range
+    index is not editable in the table (no pencil on that column), and Streamlit checks it in
+    O(1) where it hashes a label index again on every run of every editor."""
+    return pd.RangeIndex(n, name=axis)
+
+
+def _text_frame(key: str, base: np.ndarray, rows: pd.RangeIndex, cols: list[str]) -> pd.DataFrame:
     """The table an editor starts from, as text cells: built once per editor (its key names one
     version of the example, and the editor shows its edits on top), then kept in the session for
     that version, so a cell edit does not rebuild every table (st.data_editor copies its data)."""
@@ -131,7 +138,7 @@ def _editor(
     name: str,
     base: np.ndarray,
     key: str,
-    rows: list[str],
+    rows: pd.RangeIndex,
     cols: list[str],
     *,
     label: str,
@@ -187,7 +194,7 @@ def _editors(choice: _controls.ExampleChoice) -> Current:
                     "net_output",
                     base["x"][i],
                     editor_key("x", version, i),
-                    edit.row_labels("word", t),
+                    _rows("word", t),
                     edit.col_labels("h", h),
                     label=f"**Sentence {i}**: `net_output[{i}]` {(t, h)}, one row per word",
                     prefix=(i,),
@@ -200,7 +207,7 @@ def _editors(choice: _controls.ExampleChoice) -> Current:
             "att_scores",
             base["w"],
             editor_key("w", version),
-            edit.row_labels("sentence", b),
+            _rows("sentence", b),
             edit.col_labels("w", t),
             label="Raw scores, softmaxed over words" if choice.softmax else "Weights per word",
             prefix=(),
@@ -213,7 +220,7 @@ def _editors(choice: _controls.ExampleChoice) -> Current:
                 "mask",
                 base["m"],
                 editor_key("m", version),
-                edit.row_labels("sentence", b),
+                _rows("sentence", b),
                 edit.col_labels("w", t),
                 label="Unticked words are padding: they get weight 0",
                 prefix=(),
@@ -235,28 +242,25 @@ def _editors(choice: _controls.ExampleChoice) -> Current:
     return ex
 
 
-def numbers_markdown(values: np.ndarray, rows: list[str], cols: list[str]) -> str:
-    """A read-only table of numbers (R, C), all with four decimals, as Markdown: our own labels and
-    formatted numbers only, never a visitor's text."""
-    lines = ["| | " + " | ".join(cols) + " |", "|:--|" + "--:|" * len(cols)]
-    for label, row in zip(rows, np.asarray(values, dtype=np.float64) + 0.0, strict=True):
-        lines.append(f"| {label} | " + " | ".join(f"{v:.4f}" for v in row) + " |")
+def numbers_markdown(values: np.ndarray, axis: str, cols: list[str]) -> str:
+    """A read-only table of numbers (R, C), all with four decimals, as Markdown, its rows numbered
+    0..R-1 under the axis's name as in the editors: our own labels and formatted numbers only,
+    never a visitor's text."""
+    lines = [f"| {axis} | " + " | ".join(cols) + " |", "|--:|" + "--:|" * len(cols)]
+    for i, row in enumerate(np.asarray(values, dtype=np.float64) + 0.0):
+        lines.append(f"| {i} | " + " | ".join(f"{v:.4f}" for v in row) + " |")
     return "\n".join(lines)
-
-
-def _numbers_table(values: np.ndarray, rows: list[str], cols: list[str]) -> None:
-    """A read-only table of numbers: a plain table, which costs the server and the browser far
-    less than a data grid (an edit redraws it for every student of a class)."""
-    st.markdown(numbers_markdown(values, rows, cols))
 
 
 def _result(ex: Current, ok: bool) -> None:
     b, t, h = ex.shape
-    st.markdown(f"##### Result `weighted` {(b, h)}: one vector per sentence")
-    _numbers_table(ex.weighted, edit.row_labels("sentence", b), edit.col_labels("h", h))
+    # a heading and its table in one element: an edit redraws them for every student of a class
+    # (a plain table costs the server and the browser far less than a data grid)
+    head = f"##### Result `weighted` {(b, h)}: one vector per sentence"
+    st.markdown(head + "\n\n" + numbers_markdown(ex.weighted, "sentence", edit.col_labels("h", h)))
     if not ex.plain:
         st.caption("Weights actually applied (after softmax and mask):")
-        _numbers_table(ex.applied, edit.row_labels("sentence", b), edit.col_labels("w", t))
+        st.markdown(numbers_markdown(ex.applied, "sentence", edit.col_labels("w", t)))
     if not ok:
         st.info("Showing the last valid example until the marked cells are fixed.")
 

@@ -93,8 +93,10 @@ def _steps_body(ex: Current) -> None:
     for i in shown:
         s = steps[i]
         strides = f", strides `{s.strides}`" if s.strides else ""
-        st.markdown(f"**{i + 1}. {s.title}**: `{s.code}` → shape `{s.shape}`{strides}")
-        st.markdown(s.explanation)
+        # the step's heading and its explanation in one element (an edit redraws them for
+        # every student of a class)
+        head = f"**{i + 1}. {s.title}**: `{s.code}` → shape `{s.shape}`{strides}"
+        st.markdown(f"{head}\n\n{s.explanation}")
         cached.show(cached.step_figure(ex.x, ex.applied, i), key=f"pg_fig_step_{i}")
 
 
