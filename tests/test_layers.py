@@ -19,33 +19,55 @@ class _Blocked:
         return None
 sys.meta_path.insert(0, _Blocked())
 import importlib
-for name in sys.argv[1:]:
+core, rest = sys.argv[1].split(","), sys.argv[2:]
+for name in core:
+    importlib.import_module(name)
+web = {"streamlit", "plotly", "pandas"} & {m.split(".")[0] for m in sys.modules}
+assert not web, f"the core loaded {sorted(web)}"
+for name in rest:
     importlib.import_module(name)
 assert not any(m == "streamlit" or m.startswith("streamlit.") for m in sys.modules), "streamlit loaded"
 """
 
 
+# the core: torch and numpy only (what a notebook imports to check an exercise)
+CORE = [
+    "attnviz",
+    "attnviz.examples",
+    "attnviz.aggregation",
+    "attnviz.trace",
+    "attnviz.sandbox",
+    "attnviz.exercises",
+    "attnviz.bench",
+    "attnviz.fused",
+]
 LIBRARY = ["attnviz", "attnviz.figures", "attnviz.trace", "attnviz.sandbox", "attnviz.ui.safe"]
 
 
-def test_library_and_figures_import_without_streamlit():
-    done = subprocess.run(
-        [sys.executable, "-c", BLOCK, *LIBRARY],
-        cwd=ROOT,
+def _fresh_interpreter(*rest: str, core: list[str] = CORE) -> subprocess.CompletedProcess:
+    """BLOCK in a new interpreter, outside the checkout (attnviz as installed: requirements.txt
+    installs it editable): the core first, then the modules named."""
+    return subprocess.run(
+        [sys.executable, "-c", BLOCK, ",".join(core), *rest],
+        cwd="/",
         capture_output=True,
         text=True,
         timeout=120,
     )
+
+
+def test_the_core_needs_no_web_stack_and_figures_no_streamlit():
+    """One interpreter for both rules: the core imports neither streamlit, plotly nor pandas;
+    then the figures (plotly) and the UI's streamlit-free helpers still import no streamlit."""
+    done = _fresh_interpreter(*LIBRARY)
     assert done.returncode == 0, done.stderr[-2000:]
 
 
-@pytest.mark.slow  # the check of the check: a second fresh interpreter (~2 s)
-def test_blocking_streamlit_really_blocks_it():
-    done = subprocess.run(
-        [sys.executable, "-c", BLOCK, "attnviz.ui.boundary"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )  # the ui layer proper needs streamlit: refused, so the check above can fail
+@pytest.mark.slow  # the check of the check: two more fresh interpreters (~2 s)
+def test_both_rules_can_fail():
+    # the ui layer proper needs streamlit: refused
+    done = _fresh_interpreter("attnviz.ui.boundary")
     assert done.returncode != 0 and "blocked" in done.stderr
+    # a core that loads pandas is caught (pandas alone: no torch to wait for)
+    done = _fresh_interpreter(core=["pandas"])
+    assert done.returncode != 0 and "the core loaded ['pandas']" in done.stderr
