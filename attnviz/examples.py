@@ -6,6 +6,7 @@ B sentences, T words per sentence, H hidden features per word.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -178,6 +179,15 @@ PRESETS: dict[str, Callable[[int, int, int, int], Example]] = {
         "random", "Seeded random values; each row of weights sums to 1.", random_example
     ),
 }
+
+
+@functools.cache  # a property of the preset: built once, at the smallest shape
+def opens_with(name: str) -> tuple[bool, bool]:
+    """(softmax the scores?, mask the padding?) as preset ``name`` opens: the softmax preset's
+    scores are raw, the padded preset has padding. What the preset menu sets, and what a link
+    that names the preset without saying otherwise means."""
+    ex = PRESETS[name](1, 1, 1, 0)
+    return ex.normalize == "softmax", ex.mask is not None
 
 
 def preset(name: str, b: int = 2, t: int = 3, h: int = 5, *, seed: int = 0) -> Example:

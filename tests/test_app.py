@@ -318,6 +318,19 @@ def test_link_restores_example_options_and_step():
     assert "Step 4 of" in _texts(at)
 
 
+def test_a_link_naming_a_preset_opens_it_with_its_options():
+    at = _app({"p": "softmax"})  # raw scores: softmaxed, as the preset menu sets it
+    assert at.toggle(key="pg_softmax").value is True
+    x, w = examples.raw_scores()
+    expected = attnviz.weighted_sum(x, w, normalize="softmax").numpy().astype(np.float64)
+    torch.testing.assert_close(_result(at), expected, rtol=1e-4, atol=1e-4)
+    at = _app({"p": "padded"})
+    assert at.toggle(key="pg_use_mask").value is True
+    editors = [d.value for d in at.dataframe if d.proto.editing_mode]
+    assert all(dtype == np.bool_ for dtype in editors[-1].dtypes)  # the mask: checkboxes
+    assert _app({"p": "softmax", "sm": "0"}).toggle(key="pg_softmax").value is False
+
+
 def test_link_restores_the_open_tab_and_cell():
     at = _app({"tab": "cell", "cell": "1_4"})
     assert "weighted[1, 4]" in _texts(at)

@@ -55,6 +55,19 @@ def test_link_round_trips_exactly():
     assert (back.step, back.cell, back.seed) == (2, (2, 5), 3)
 
 
+@pytest.mark.parametrize("name", sorted(examples.PRESETS))
+def test_a_link_naming_a_preset_opens_it_as_the_menu_does(name):
+    """?p=softmax softmaxes the scores and ?p=padded masks the padding, as choosing the preset
+    does; sm=/mk= are written only where the options differ from that, as 0 or 1."""
+    opens = examples.opens_with(name)
+    lk = link.decode({"p": name})
+    assert (lk.softmax, lk.use_mask) == opens
+    assert not {"sm", "mk"} & set(link.encode(lk))
+    other = link.decode({"p": name, "sm": str(int(not opens[0])), "mk": str(int(not opens[1]))})
+    assert (other.softmax, other.use_mask) == (not opens[0], not opens[1])
+    assert link.decode(link.encode(other)) == other
+
+
 # ---- the error boundary --------------------------------------------------------------------------
 
 

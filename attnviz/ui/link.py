@@ -66,10 +66,12 @@ def encode(link: Link) -> dict[str, str]:
     out = {"p": link.preset, "s": f"{b}x{t}x{h}"}
     if link.seed:
         out["seed"] = str(link.seed)
-    if link.softmax:
-        out["sm"] = "1"
-    if link.use_mask:
-        out["mk"] = "1"
+    # the options only where they differ from how the preset opens (examples.opens_with)
+    softmax, use_mask = examples.opens_with(link.preset)
+    if link.softmax != softmax:
+        out["sm"] = "1" if link.softmax else "0"
+    if link.use_mask != use_mask:
+        out["mk"] = "1" if link.use_mask else "0"
     if link.x is not None:
         out["x"] = _numbers(link.x)
     if link.w is not None:
@@ -105,12 +107,12 @@ def _int(params: Mapping[str, str], key: str, lo: int, hi: int, default: int = 0
     return default if text is None else whole(text, key, lo, hi)
 
 
-def _flag(params: Mapping[str, str], key: str) -> bool:
+def _flag(params: Mapping[str, str], key: str, default: bool = False) -> bool:
     text = params.get(key)
-    if text in (None, "0"):
-        return False
-    if text == "1":
-        return True
+    if text is None:
+        return default
+    if text in ("0", "1"):
+        return text == "1"
     raise AttnvizError(f"'{key}' should be 0 or 1, got {text[:20]!r}")
 
 
@@ -152,6 +154,7 @@ def decode(params: Mapping[str, str], *, tabs: tuple[str, ...] = ()) -> Link:
     if any(not 1 <= n <= m for n, m in zip(shape, limits, strict=True)):
         raise AttnvizError(f"'s' asks for shape {shape}; the most is {limits}")
     b, t, h = shape
+    opens = examples.opens_with(preset)  # what sm= and mk= mean when the link leaves them out
     x = _array(params["x"], "x", (b, t, h)) if "x" in params else None
     w = _array(params["w"], "w", (b, t)) if "w" in params else None
     mask = None
@@ -177,8 +180,8 @@ def decode(params: Mapping[str, str], *, tabs: tuple[str, ...] = ()) -> Link:
         preset=preset,
         shape=(b, t, h),
         seed=_int(params, "seed", 0, 999_999),
-        softmax=_flag(params, "sm"),
-        use_mask=_flag(params, "mk"),
+        softmax=_flag(params, "sm", opens[0]),
+        use_mask=_flag(params, "mk", opens[1]),
         x=x,
         w=w,
         mask=mask,
