@@ -1,15 +1,14 @@
-"""The import rule: only attnviz.ui imports streamlit, so the library and its figures work in a
-notebook without a web server. Checked in a fresh interpreter where importing streamlit fails."""
+"""The import rules: the core (torch and numpy) imports no streamlit, plotly or pandas, and only
+attnviz.ui imports streamlit, so the library and its figures work in a notebook without a web
+server. Checked in a fresh interpreter where importing streamlit fails."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
 BLOCK = """
 import sys
 class _Blocked:
