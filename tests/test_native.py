@@ -257,7 +257,33 @@ def test_an_unwritable_cache_builds_in_a_private_folder(tmp_path):
     assert out["path"] == "C row-sum kernel"
 
 
-@pytest.mark.slow
+# --- not building: the same report as in a fresh process, here (nothing is compiled or loaded) --
+
+
+@pytest.fixture
+def build_here(monkeypatch, tmp_path):
+    """A build as a fresh process with this environment would make it: this process's own build
+    is forgotten for the test (and given back after); -> a function of the environment that
+    reports like BUILD_SCRIPT."""
+
+    def run(**env) -> dict:
+        monkeypatch.setattr(native, "_built", None)
+        monkeypatch.setenv("ATTNVIZ_CACHE_DIR", str(tmp_path))
+        for key, value in env.items():
+            monkeypatch.setenv(key, value)
+        b = native.build()
+        x, w = random_inputs(4, 128, 512, seed=0)
+        got = attnviz.weighted_sum(x, w, method="fused")
+        return {
+            "ok": b.ok,
+            "detail": b.detail,
+            "path": fused.fused_path(x, w),
+            "correct": torch.allclose(got.double(), attnviz.reference(x, w), rtol=1e-5, atol=1e-4),
+        }
+
+    return run
+
+
 @pytest.mark.parametrize(
     ("env", "reason"),
     [
@@ -267,15 +293,14 @@ def test_an_unwritable_cache_builds_in_a_private_folder(tmp_path):
     ],
     ids=["missing compiler", "broken compiler", "turned off"],
 )
-def test_without_the_kernel_fused_falls_back_and_says_why(tmp_path, env, reason):
-    out = run_build(tmp_path, **env)
+def test_without_the_kernel_fused_falls_back_and_says_why(build_here, tmp_path, env, reason):
+    out = build_here(**env)
     assert not out["ok"] and out["detail"].startswith(reason)
     assert out["path"] == "embedding-bag row sum" and out["correct"]
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.slow
-def test_a_failed_compile_is_reported_with_the_compilers_words(tmp_path):
+def test_a_failed_compile_is_reported_with_the_compilers_words(build_here, tmp_path):
     # a "compiler" that answers --version but cannot compile
     fake = tmp_path / "fakecc"
     fake.write_text(
@@ -283,6 +308,6 @@ def test_a_failed_compile_is_reported_with_the_compilers_words(tmp_path):
         'echo "fakecc: error: no" >&2; exit 1\n'
     )
     fake.chmod(0o755)
-    out = run_build(tmp_path / "cache", CC=str(fake))
+    out = build_here(CC=str(fake))
     assert not out["ok"] and "compiling weighted_rows.c failed: fakecc: error: no" in out["detail"]
     assert out["path"] == "embedding-bag row sum" and out["correct"]
