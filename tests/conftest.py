@@ -129,6 +129,7 @@ def pytest_collection_modifyitems(session, config, items):
 NAMED_GROUPS = {
     "test_bench_worker.py",  # the benchmark worker process (imports torch: ~4 CPU-s a start)
     "test_fused.py",  # kernel_results: one process that runs every kernel case (~5 CPU-s)
+    "test_performance_page.py",  # the page's benchmark worker: one start, not one per xdist worker
     "test_browser.py",
     "test_lessons.py",
     "test_live_browser.py",  # the slide tests' plain_server only (the rest is in SPREAD)
