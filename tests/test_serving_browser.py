@@ -148,7 +148,7 @@ def test_a_killed_replica_costs_a_reconnect_not_the_view(server, browser):
         assert "Traceback" not in page.inner_text("body")
         # the new replica rebuilds the session from the link on the next run; Next moves on from
         # there (the first click may be absorbed by the rebuild: see tests/test_serving.py::
-        # test_the_first_click_after_a_failover_counts)
+        # test_a_killed_replicas_students_keep_their_view_and_their_next_click)
         runs.click("Next")
         _settled(page)
         shown = _step(page)
