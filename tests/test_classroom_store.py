@@ -409,11 +409,45 @@ def test_failed_joins_are_rate_limited_per_client(store):
 def test_failed_joins_are_rate_limited_for_the_whole_server(store):
     room = _room(store, _mid_window_clock(), failed_joins_per_min=4)
     for i in range(4):
-        with pytest.raises(ClassError):
-            room.join("bad code", "a" * 16, client=f"c{i}")
+        with pytest.raises(ClassError) as e:
+            room.join("ACD-EFG-HJK", "a" * 16, client=f"c{i}")
+        assert e.value.problem is Problem.NO_CLASS
     with pytest.raises(ClassError) as e:
         room.join("ACD-EFG-HJK", "a" * 16, client="fresh")
     assert e.value.problem is Problem.RATE_LIMITED
+
+
+@pytest.mark.parametrize("typed", ["ACD-EFG", "ACD-EFG-HJKK", "ACD-EFG-HJ0", "bad code", ""])
+def test_a_code_of_the_wrong_shape_is_not_a_guess(store, typed):
+    room = _room(store, _mid_window_clock(), failed_joins_per_client_per_min=2)
+    started = room.start()
+    for _ in range(5):
+        with pytest.raises(ClassError) as e:
+            room.join(typed, "a" * 16, client="school")
+        assert e.value.problem is Problem.BAD_INPUT
+    assert room.join(started.code, "a" * 16, client="school") == started.code
+
+
+def test_a_class_of_300_behind_one_address_joins_despite_typos(store):
+    """The default limits: one school's NAT address, a quarter of the class typing a wrong code
+    (well-formed: it counts as a failed try), a few more a code of the wrong shape, then everyone
+    with the right one."""
+    room = _room(store, _mid_window_clock())
+    started = room.start()
+    code = sec.format_code(started.code)
+    wrong = "ACD-EFG-HJK" if started.code != "ACDEFGHJK" else "ACD-EFG-HJM"
+    students = [f"{i:016d}" for i in range(300)]
+    for i, student in enumerate(students):
+        if i % 4 == 0:
+            with pytest.raises(ClassError) as e:
+                room.join(wrong, student, client="school")
+            assert e.value.problem is Problem.NO_CLASS
+        if i % 7 == 0:
+            with pytest.raises(ClassError) as e:
+                room.join(code[:-1], student, client="school")
+            assert e.value.problem is Problem.BAD_INPUT
+        assert room.join(code, student, client="school") == started.code
+    assert room.members(started.code) == 300
 
 
 def test_answers_are_rate_limited_per_student(store):

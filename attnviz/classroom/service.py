@@ -46,12 +46,19 @@ class ClassError(AttnvizError):
 @dataclass(frozen=True)
 class Limits:
     """Expiry, size and rate limits (per fixed window, counted in the store: they hold across
-    replicas). client: whatever identifies a browser's network origin, '' when unknown."""
+    replicas). client: whatever identifies a browser's network origin, '' when unknown.
+
+    A failed join is a well-formed code that names no live class: a guess, or a typo that looks
+    like one (a code of the wrong shape is neither, and is not counted). A whole school behind one
+    NAT address is one client, so the per-client limit leaves room for a class of 300 in which a
+    quarter mistype the code in the same minute; guessing stays hopeless at the server's limit
+    (23**9 codes, about 1.8e12: at 1,000 guesses a minute for a class's 4 hours, one chance in
+    about 7.5 million per live class), and it takes ten addresses at their limit to use it up."""
 
     ttl_s: int = 4 * 3600
     max_members: int = 1000
-    failed_joins_per_client_per_min: int = 20
-    failed_joins_per_min: int = 300  # the whole server: bounds guessing codes
+    failed_joins_per_client_per_min: int = 100
+    failed_joins_per_min: int = 1000  # the whole server: bounds guessing codes
     answers_per_student_per_min: int = 30
     starts_per_client_per_hour: int = 20
 
@@ -157,17 +164,17 @@ class Classroom:
         return record
 
     def join(self, code_text: object, student: str, name: object = "", client: str = "") -> str:
-        """A student joins with what they typed; returns the canonical code. Failed tries are
-        counted per client and for the whole server."""
+        """A student joins with what they typed; returns the canonical code. A code of the wrong
+        shape is refused with what a code looks like and counts nothing; a well-formed one that
+        names no class is a failed try, counted per client and for the whole server."""
         now = self.clock()
         student = secret.parse_student(student)
         name = secret.parse_name(name)
-        self._check_failures(client, now)
         try:
             code = secret.parse_code(code_text)
         except AttnvizError as e:
-            self._fail(client, now)
             raise ClassError(Problem.BAD_INPUT, str(e)) from None
+        self._check_failures(client, now)
         if self.store.load(code, now) is None:
             self._fail(client, now)
             raise ClassError(Problem.NO_CLASS, "No live class has this code. Check it and retry.")
