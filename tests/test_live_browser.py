@@ -207,8 +207,12 @@ class Wire:
     def idle(self) -> bool:
         """Every rerun this browser asked for has run to its end. (If the server folded the last
         request into a run this observer counted as an earlier one's, no run of its own starts:
-        after UNANSWERED_S the page's own word, connected and not running, is taken, and noted.)"""
-        if self.runs == 0:
+        after UNANSWERED_S the page's own word, connected and not running, is taken, and noted.)
+        A poll of the live class on this connection also shows the page has been drawn here: a
+        fragment runs only in a session whose page run registered it. (Seen once after a restart
+        on a busy machine: the reconnected page drawn and polling, 50 polls finished on the new
+        connection, and no page run reported as one.)"""
+        if self.runs == 0 and self.polls_here == 0:
             return False
         if not self._asked:
             return True
