@@ -450,6 +450,16 @@ def test_a_class_of_300_behind_one_address_joins_despite_typos(store):
     assert room.members(started.code) == 300
 
 
+def test_starts_are_rate_limited_per_client(store):
+    room = _room(store, _mid_window_clock(), starts_per_client_per_hour=3)
+    for _ in range(3):
+        room.start(client="school")
+    with pytest.raises(ClassError) as e:
+        room.start(client="school")
+    assert e.value.problem is Problem.RATE_LIMITED
+    assert room.start(client="home").code
+
+
 def test_answers_are_rate_limited_per_student(store):
     room = _room(store, _mid_window_clock(), answers_per_student_per_min=5)
     started = room.start()

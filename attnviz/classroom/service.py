@@ -53,14 +53,17 @@ class Limits:
     NAT address is one client, so the per-client limit leaves room for a class of 300 in which a
     quarter mistype the code in the same minute; guessing stays hopeless at the server's limit
     (23**9 codes, about 1.8e12: at 1,000 guesses a minute for a class's 4 hours, one chance in
-    about 7.5 million per live class), and it takes ten addresses at their limit to use it up."""
+    about 7.5 million per live class), and it takes ten addresses at their limit to use it up.
+    Starts are counted per address for the same reason: a school's teachers share one, so 60 an
+    hour; a class is one small record that expires after ``ttl_s``, so one address holds at most
+    240 live classes."""
 
     ttl_s: int = 4 * 3600
     max_members: int = 1000
     failed_joins_per_client_per_min: int = 100
     failed_joins_per_min: int = 1000  # the whole server: bounds guessing codes
     answers_per_student_per_min: int = 30
-    starts_per_client_per_hour: int = 20
+    starts_per_client_per_hour: int = 60
 
 
 LIMITS = Limits()
