@@ -496,7 +496,7 @@ _CELLS = """() => {
     if (!t.textContent.trim()) return;
     const r = t.getBoundingClientRect();
     out.push({cell: !!t.closest('.hm'), size: parseFloat(getComputedStyle(t).fontSize),
-              x: r.x, y: r.y, w: r.width, h: r.height});
+              text: t.textContent.slice(0, 40), x: r.x, y: r.y, w: r.width, h: r.height});
   });
   const chart = document.querySelector('[data-testid=stPlotlyChart]');
   if (!chart) return null;  // redrawn meanwhile
@@ -513,6 +513,19 @@ def _overlaps(boxes: list[dict]) -> int:
             if across and a["y"] < b["y"] + b["h"] and b["y"] < a["y"] + a["h"]:
                 n += 1
     return n
+
+
+def _colliding(boxes: list[dict], slack: float = 1.0) -> list[tuple[str, str]]:
+    """The pairs of texts whose boxes overlap by more than ``slack`` px both ways (a colour bar's
+    ticks on an axis title, an axis title on the next panel's title, a label on a tick)."""
+    pairs = []
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1 :]:
+            across = min(a["x"] + a["w"], b["x"] + b["w"]) - max(a["x"], b["x"])
+            down = min(a["y"] + a["h"], b["y"] + b["h"]) - max(a["y"], b["y"])
+            if across > slack and down > slack:
+                pairs.append((a["text"], b["text"]))
+    return pairs
 
 
 def _read_slide(page, wire: Wire, shot: Path, full_page: bool) -> dict:
@@ -568,6 +581,7 @@ def test_every_slide_is_readable_on_each_screen(chromium, plain_server, name, vi
             info = _read_slide(page, wire, SHOTS / f"{name}_slide{k:02d}.png", name == "phone")
             cells = [t for t in info["texts"] if t["cell"]]
             assert info["width"] <= viewport["width"], (k, "wider than the screen")
+            assert _colliding(info["texts"]) == [], (k, "texts of the figure drawn over each other")
             if name == "projector":
                 assert min(t["size"] for t in info["texts"]) >= 24, k
                 assert info["bottom"] <= viewport["height"], (k, "the figure needs scrolling")

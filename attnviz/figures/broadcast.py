@@ -499,7 +499,7 @@ def view_copy_figure(vc: ViewCopy) -> go.Figure:
         row=1,
         col=1,
     )
-    labels = ["att_scores[..., None]", "expand", "repeat"]
+    labels = ["att_scores<br>[..., None]", "expand", "repeat"]  # two lines: clear of the axis
     stored = [r.storage_numbers for r in rows]
     fig.add_trace(
         dict(
@@ -531,5 +531,5 @@ def view_copy_figure(vc: ViewCopy) -> go.Figure:
         height=440 if style is not PROJECTOR else 620,
     )
     if style.stack:
-        fig.update_layout(height=860, margin={"l": 44, "r": 8})
+        fig.update_layout(height=860, margin={"l": 44, "r": 8, "b": 30 + 2 * style.font})
     return fig.figure("View vs copy. " + vc.explanation)

@@ -146,11 +146,23 @@ def base_layout(fig: Draft, *, title: str, subtitle: str | None = None, height: 
     fig.update_layout(
         title=title_dict,
         font={"size": s.font, "family": FONT_FAMILY, "color": "#111111"},
-        height=height,
-        margin={"l": s.margin, "r": 40 if not s.stack else 12, "t": top, "b": 30 + 2 * s.font},
+        height=height + bar_room(),
+        margin={
+            "l": s.margin,
+            "r": 40 if not s.stack else 12,
+            "t": top,
+            "b": 30 + 2 * s.font + bar_room(),
+        },
         paper_bgcolor="white",
         plot_bgcolor="white",
     )
+
+
+def bar_room() -> int:
+    """Pixels at the bottom of a figure that hold its colour bar: none beside the plot (a wide
+    screen), the bar with its title and ticks under the axis titles (a phone)."""
+    s = current_style()
+    return 12 + 2 * (s.small + 6) + 12 if s.stack else 0
 
 
 def colorbar(zmin: float, zmax: float) -> dict:
@@ -166,9 +178,12 @@ def colorbar(zmin: float, zmax: float) -> dict:
         "thickness": 18 if not s.stack else 12,
         "len": 0.9,
     }
-    if s.stack:  # a phone: the bar lies under the figure instead of eating its width
-        bar.update(orientation="h", x=0.5, xanchor="center", y=-0.02, yanchor="top", len=0.8)
-        bar["title"] = {"text": "value", "side": "top", "font": {"size": s.small}}
+    if s.stack:  # a phone: the bar lies under the figure, in its own room (bar_room)
+        bar.update(
+            orientation="h", x=0.5, xanchor="center", yref="container", y=0, yanchor="bottom"
+        )
+        bar.update(ypad=8, len=0.7)
+        bar["title"] = {"text": "value", "side": "right", "font": {"size": s.small}}
     return bar
 
 
@@ -292,7 +307,7 @@ def _mark_cells(
 
 def _axes_style(fig: Draft, *, x_name: str, y_name: str, rows: int, cols: int, **rc) -> None:
     fig.update_xaxes(
-        title={"text": x_name},
+        title={"text": x_name, "standoff": 6},  # right under the ticks, clear of what follows
         tickmode="array",
         tickvals=list(range(cols)),
         side="bottom",
@@ -438,7 +453,10 @@ def tensor_draft(
             align="left",
         )
         extra = len(lines) * (st.font + 6) + 40
-        fig.update_layout(margin={"b": 2 * st.font + 70 + extra}, height=height + extra + 40)
+        room = bar_room()
+        fig.update_layout(
+            margin={"b": 2 * st.font + 70 + extra + room}, height=height + extra + 40 + room
+        )
         text += f" {marked} of {arr.size} cells are marked {STRETCH_GLYPH}: " + note
     if bold is not None:
         cells = ", ".join(str(tuple(int(i) for i in idx)) for idx in np.argwhere(bold))
