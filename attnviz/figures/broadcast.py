@@ -531,5 +531,6 @@ def view_copy_figure(vc: ViewCopy) -> go.Figure:
         height=440 if style is not PROJECTOR else 620,
     )
     if style.stack:
+        # no colour bar here: the bottom margin without base_layout's bar_room
         fig.update_layout(height=860, margin={"l": 44, "r": 8, "b": 30 + 2 * style.font})
     return fig.figure("View vs copy. " + vc.explanation)

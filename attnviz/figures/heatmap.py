@@ -158,11 +158,14 @@ def base_layout(fig: Draft, *, title: str, subtitle: str | None = None, height: 
     )
 
 
+PHONE_BAR_PX = 12  # thickness of a phone's colour bar, which lies under the figure
+
+
 def bar_room() -> int:
     """Pixels at the bottom of a figure that hold its colour bar: none beside the plot (a wide
-    screen), the bar with its title and ticks under the axis titles (a phone)."""
+    screen), the bar, its ticks and some air under the axis titles (a phone)."""
     s = current_style()
-    return 12 + 2 * (s.small + 6) + 12 if s.stack else 0
+    return PHONE_BAR_PX + 2 * (s.small + 6) + 12 if s.stack else 0
 
 
 def colorbar(zmin: float, zmax: float) -> dict:
@@ -175,14 +178,12 @@ def colorbar(zmin: float, zmax: float) -> dict:
         "tickmode": "array",
         "tickvals": ticks,
         "ticktext": [fmt(v, 2) for v in ticks],
-        "thickness": 18 if not s.stack else 12,
+        "thickness": 18 if not s.stack else PHONE_BAR_PX,
         "len": 0.9,
     }
     if s.stack:  # a phone: the bar lies under the figure, in its own room (bar_room)
-        bar.update(
-            orientation="h", x=0.5, xanchor="center", yref="container", y=0, yanchor="bottom"
-        )
-        bar.update(ypad=8, len=0.7)
+        bar.update(orientation="h", x=0.5, xanchor="center", len=0.7)
+        bar.update(yref="container", y=0, yanchor="bottom", ypad=8)
         bar["title"] = {"text": "value", "side": "right", "font": {"size": s.small}}
     return bar
 
