@@ -99,6 +99,7 @@ FIRST = [
     "test_lessons.py",
     "test_serving.py",
     "test_serving_browser.py",
+    "test_serving_live.py",
     "test_hostile.py",
     "test_native.py",
     "test_bench_worker.py",
