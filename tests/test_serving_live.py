@@ -18,6 +18,7 @@ import json
 import re
 import time
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 import psutil
 import pytest
@@ -119,7 +120,7 @@ def test_a_live_class_on_two_replicas_sharing_redis_survives_a_restart(redis, tm
         _click(teacher, "wt_start")
         code = re.search(r"class=([A-Z0-9]{9})", teacher.query_string)[1]
         private = next(e.text for e in teacher.tree.values() if "&teacher=" in e.text)
-        token = re.search(r"teacher=(\w+)", private)[1]
+        token = parse_qs(urlsplit(private).query)["teacher"][0]
 
         students = [
             Session(s.url, path="walkthrough", query_string=f"class={code}")
