@@ -87,7 +87,7 @@ def pytest_xdist_auto_num_workers(config):
 SPREAD = {"test_lessons.py", "test_live_browser.py"}
 # modules that run in another module's group, on its worker, to share its session-scoped server:
 # the class server (2 replicas behind HAProxy, ~20 CPU-s and ~30 s to start) of test_serving
-SHARED = {"test_serving_browser.py": "test_serving.py"}
+SHARED = {"test_serving_browser.py": "test_serving.py", "test_serving_live.py": "test_serving.py"}
 # modules whose shared server and browser are worth starting twice, once on each of two workers
 # (none now: test_browser's tests reuse one tab, so a second server's cold start and first
 # session cost more than the half of the module it would take over)
@@ -136,6 +136,7 @@ NAMED_GROUPS = {
     "test_live_browser.py",  # the slide tests' plain_server only (the rest is in SPREAD)
     "test_serving.py",
     "test_serving_browser.py",  # in test_serving's group: see SHARED
+    "test_serving_live.py",  # in test_serving's group: see SHARED
     "test_hostile.py",
     "test_stclient.py",
 }
@@ -170,12 +171,20 @@ def _name_the_groups(config, items) -> None:
 @pytest.fixture(scope="session")
 def class_server(tmp_path_factory):
     """The class server: 2 replicas behind HAProxy under supervisord, from scripts/serve.py's own
-    start and stop, once per test process for test_serving and test_serving_browser (one group:
-    SHARED). Their failover tests kill a replica and wait until it is back and UP."""
+    start and stop, sharing a real redis-server as the class store (the many-machines layout of
+    docs/deploy.md), once per test process for test_serving, test_serving_browser and
+    test_serving_live (one group: SHARED). Their failover tests kill a replica and wait until it
+    is back and UP; the live class stops the whole server mid-class and starts it again."""
     import socket
+    from pathlib import Path
 
     from scripts import serve
+    from tests.test_classroom_store import REDIS, RedisServer
 
+    if not Path(REDIS).exists():  # a failure, not a skip: CI installs redis-server
+        pytest.fail(f"redis-server is missing at {REDIS} (apt-get install -y redis-server)")
+    redis = RedisServer(tmp_path_factory.mktemp("redis"))
+    redis.start()
     socks = [socket.socket() for _ in range(3)]
     for sock in socks:
         sock.bind(("127.0.0.1", 0))
@@ -187,12 +196,14 @@ def class_server(tmp_path_factory):
         proxy_port=ports[0],
         replica_ports=ports[1:],
         run_dir=tmp_path_factory.mktemp("serve"),
+        class_store=redis.url,
     )
-    serve.start(s, timeout=180)  # generous: a busy 2-core machine starts Streamlit slowly
     try:
+        serve.start(s, timeout=180)  # generous: a busy 2-core machine starts Streamlit slowly
         yield s
     finally:
         serve.stop(s)
+        redis.stop()
 
 
 def pytest_collection_finish(session):

@@ -1,6 +1,6 @@
 """A live class on the many-machines layout of docs/deploy.md, on one machine (slow): two replicas
 behind HAProxy under supervisord (`scripts/serve.py`), sharing a real `redis-server` as the class
-store. A teacher and six students, over Streamlit's own websocket protocol (scripts/stclient.py),
+store (the class server of tests/conftest.py, which test_serving's tests share). A teacher and six students, over Streamlit's own websocket protocol (scripts/stclient.py),
 spread by the proxy over both replicas: they follow the teacher's slide, answer, the teacher's
 count has every answer, the reveal tells each student whether they were right. Then the operator
 stops the class server mid-class (every process exits) and starts it again: the class, its slide
@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import re
 import time
-from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import psutil
@@ -27,8 +26,7 @@ from attnviz import examples
 from attnviz.classroom import deck, open_store, questions
 from scripts import serve
 from scripts.stclient import Session
-from tests.test_classroom_store import REDIS, RedisServer
-from tests.test_serving import WAIT_S, _free_ports, _reconnect, _until, _until_closed
+from tests.test_serving import WAIT_S, _reconnect, _until, _until_closed
 
 pytestmark = pytest.mark.slow
 
@@ -91,28 +89,11 @@ def _processes_gone(pids: list[int]) -> bool:
     return True
 
 
-@pytest.fixture
-def redis(tmp_path):
-    if not Path(REDIS).exists():  # CI installs it: a failure, never a skip
-        pytest.fail(f"redis-server is missing at {REDIS} (apt-get install -y redis-server)")
-    server = RedisServer(tmp_path / "redis")
-    server.start()
-    yield server
-    server.stop()
-
-
-def test_a_live_class_on_two_replicas_sharing_redis_survives_a_restart(redis, tmp_path):
-    ports = _free_ports(3)
-    s = serve.Settings(
-        replicas=2,
-        proxy_port=ports[0],
-        replica_ports=ports[1:],
-        run_dir=tmp_path / "serve",
-        class_store=redis.url,
-    )
-    store = open_store(redis.url, None)
+def test_a_live_class_on_two_replicas_sharing_redis_survives_a_restart(class_server):
+    s = class_server  # tests/conftest.py: 2 replicas behind HAProxy, the class store in Redis
+    assert s.class_store.startswith("redis://")
+    store = open_store(s.class_store, None)
     sessions: list[Session] = []
-    serve.start(s, timeout=WAIT_S)
     try:
         teacher = Session(s.url, path="walkthrough")
         sessions.append(teacher)
@@ -207,4 +188,5 @@ def test_a_live_class_on_two_replicas_sharing_redis_survives_a_restart(redis, tm
     finally:
         for st in sessions:
             st.close()
-        serve.stop(s)
+        if not serve.supervisord_pid(s.run_dir):  # stopped mid-class: the next test needs it
+            serve.start(s, timeout=WAIT_S)
