@@ -72,11 +72,9 @@ def _answer(s: Session, question, text: str) -> None:
 
 
 def _counted(html: str, label: str) -> int:
-    """The teacher's bar for one answer: its count."""
-    for bar in re.findall(r'<div class="wt-bar[^"]*">(.*?)</div>', html):
-        if label in bar:
-            return int(re.search(r"<b>(\d+)</b>", bar)[1])
-    return 0
+    """The teacher's bar for one answer (its label, with the reveal's ✓ or not): its count."""
+    bars = re.findall(r'<span class="wt-label">(.*?)</span>.*?<b>(\d+)</b>', html)
+    return next((int(n) for shown, n in bars if shown.removesuffix(" ✓") == label), 0)
 
 
 def _processes_gone(pids: list[int]) -> bool:
