@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import shutil
 import socket
+import sqlite3
 import subprocess
 import threading
 import time
@@ -23,6 +24,7 @@ from attnviz.classroom import (
     Phase,
     Problem,
     questions,
+    sqlite_store,
 )
 from attnviz.classroom import secret as sec
 from attnviz.classroom.redis_store import RedisStore
@@ -291,6 +293,59 @@ def test_teacher_moving_while_students_poll_loses_no_move(backend):
     assert all(slide == v % 12 + 1 for v, slide in seen if v)  # every read is one whole move
 
 
+def test_a_poll_per_thread_reuses_one_sqlite_connection(tmp_path):
+    """Streamlit runs every rerun (each poll of a following class) in a new thread: the store
+    must not open a connection per thread and keep it (a replica grew by 4 MiB a second)."""
+    store = SQLiteStore(tmp_path / "classes.sqlite3")
+    record = _record()
+    store.create(record)
+    for _ in range(50):  # fifty polls, one after another, each in a thread of its own
+        t = threading.Thread(target=store.load, args=(record.code, time.time()))
+        t.start()
+        t.join()
+    assert store.opened == 1
+    store.close()
+
+
+def test_a_burst_keeps_at_most_a_few_sqlite_connections_open(tmp_path):
+    store = SQLiteStore(tmp_path / "classes.sqlite3")
+    record = _record()
+    store.create(record)
+    barrier = threading.Barrier(30)
+
+    def poll() -> None:
+        barrier.wait()
+        for _ in range(5):
+            assert store.load(record.code, time.time()) == record
+
+    threads = [threading.Thread(target=poll) for _ in range(30)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert 1 <= store.opened <= 30 and len(store._idle) <= sqlite_store.MAX_IDLE
+    idle = list(store._idle)
+    store.close()
+    for db in idle:  # closed with the store
+        with pytest.raises(sqlite3.ProgrammingError):
+            db.execute("SELECT 1")
+    with pytest.raises(sqlite3.ProgrammingError):
+        store.load(record.code, time.time())
+
+
+def test_a_failed_write_hands_on_no_open_transaction(tmp_path):
+    store = SQLiteStore(tmp_path / "classes.sqlite3")
+    record = _record()
+    store.create(record)
+    with pytest.raises(ZeroDivisionError), store._tx() as db:
+        db.execute("DELETE FROM classes")
+        raise ZeroDivisionError
+    with store._db() as db:  # the same connection, back from the pool
+        assert not db.in_transaction
+    assert store.load(record.code, time.time()) == record  # the delete was rolled back
+    store.close()
+
+
 def test_a_restart_keeps_the_class_its_slide_and_its_answers(backend, request):
     kind, make = backend
     store = make()
@@ -493,7 +548,8 @@ def test_open_store_picks_sqlite_under_the_data_dir(tmp_path, monkeypatch):
     try:
         assert isinstance(store, SQLiteStore)
         assert (tmp_path / "new" / "dir" / "classes.sqlite3").exists()
-        mode = store._db().execute("PRAGMA journal_mode").fetchone()[0]
+        with store._db() as db:
+            mode = db.execute("PRAGMA journal_mode").fetchone()[0]
         assert mode.lower() == "wal"
     finally:
         store.close()
