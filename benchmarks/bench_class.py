@@ -81,9 +81,8 @@ class Student:
     timeout: float
     session: Session | None = None
     records: list[Record] = field(default_factory=list)
-    replicas: set[str] = field(
-        default_factory=set
-    )  # every replica header any request came back with
+    # every replica header any request came back with
+    replicas: set[str] = field(default_factory=set)
     on_tab: str = HOME_TAB
     edits: dict[str, dict[str, float]] = field(default_factory=dict)
     skipped: defaultdict[str, int] = field(default_factory=lambda: defaultdict(int))
@@ -536,7 +535,7 @@ def main() -> None:
         "--ramp", type=float, default=10.0, help="think: seconds over which they arrive"
     )
     ap.add_argument("--move-every", type=float, default=5.0, help="follow: s between slide moves")
-    ap.add_argument("--class-store", default="", help="follow with --target: the replicas' store")
+    ap.add_argument("--class-store", default="", help="the replicas' store (redis://...)")
     ap.add_argument("--data-dir", default="", help="follow with --target: their ATTNVIZ_DATA_DIR")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", help="also write the report here")
@@ -547,7 +546,11 @@ def main() -> None:
         run_dir = Path(tempfile.mkdtemp(prefix="attnviz-bench-class-"))
         ports = _free_ports(args.serve + 1)
         settings = serve.Settings(
-            replicas=args.serve, proxy_port=ports[0], replica_ports=ports[1:], run_dir=run_dir
+            replicas=args.serve,
+            proxy_port=ports[0],
+            replica_ports=ports[1:],
+            run_dir=run_dir,
+            class_store=args.class_store,
         )
         serve.start(settings)
         target = f"http://127.0.0.1:{settings.ports[0]}" if args.direct else settings.url
