@@ -1,5 +1,6 @@
-"""The server's sockets send every message at once: Nagle's algorithm off on each TCP socket of the
-process (attnviz/ui/transport.py), on the same kernel as the server, with real sockets.
+"""How a run's messages leave the server (attnviz/ui/transport.py): Nagle's algorithm off on each
+TCP socket of the process, tested on the same kernel as the server with real sockets; and a
+session's events handed to a real asyncio event loop in batches, in order.
 
 Streamlit 1.67 makes its listening socket as ``socket.socket(family=...)``, without the protocol
 number, so asyncio does not turn Nagle off on the connections it accepts; these tests make theirs
@@ -8,11 +9,14 @@ the same way.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
+import threading
 from pathlib import Path
 
 import pytest
+from streamlit.runtime.app_session import AppSession
 from streamlit.testing.v1 import AppTest
 
 from attnviz.ui import transport
@@ -46,8 +50,9 @@ def listener():
 
 @pytest.fixture
 def fresh(monkeypatch):
-    """transport.install() as in a process that has not run it yet."""
+    """transport.install() as in a process that has not run it yet (undone afterwards)."""
     monkeypatch.setattr(transport, "_done", False)
+    monkeypatch.setattr(AppSession, "_call_soon_on_event_loop", transport._hand_over)
 
 
 def test_a_listening_socket_hands_nodelay_to_what_it_accepts(listener):
@@ -110,3 +115,91 @@ def test_the_app_turns_nagle_off_on_its_first_run(listener, fresh):
     at.run()
     assert not at.exception
     assert _nodelay(connect())
+
+
+class _Session:
+    """What AppSession's hand-off needs of a session: its event loop (a real one, in a thread)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._event_loop = loop
+
+
+@pytest.fixture
+def loop():
+    """A real asyncio event loop running in its own thread; -> (loop, wake-ups counted)."""
+    loop = asyncio.new_event_loop()
+    wakeups = []
+    original = loop.call_soon_threadsafe
+
+    def counted(*args, **kwargs):
+        wakeups.append(1)
+        return original(*args, **kwargs)
+
+    loop.call_soon_threadsafe = counted
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    yield loop, wakeups
+    original(loop.stop)
+    thread.join(timeout=10)
+    loop.close()
+
+
+def _settle(loop: asyncio.AbstractEventLoop) -> None:
+    """Wait until the loop has run everything handed to it so far."""
+    done = threading.Event()
+    loop.call_soon_threadsafe(done.set)
+    assert done.wait(timeout=10)
+
+
+def test_events_handed_over_while_the_loop_is_busy_take_one_wakeup_and_keep_their_order(loop):
+    loop, wakeups = loop
+    session, ran = _Session(loop), []
+    busy, free = threading.Event(), threading.Event()
+    loop.call_soon_threadsafe(lambda: (busy.set(), free.wait(10)))  # the loop serves others
+    assert busy.wait(10)
+    wakeups.clear()
+    for i in range(100):  # a run's messages, from its own thread
+        transport.hand_over(session, lambda i=i: ran.append(i))
+    free.set()
+    _settle(loop)
+    assert ran == list(range(100))
+    assert len(wakeups) == 2  # one for the hundred events, one for _settle
+
+
+def test_events_from_many_threads_each_run_once_in_each_threads_order(loop):
+    loop, _ = loop
+    session, ran = _Session(loop), []
+
+    def run(k: int) -> None:
+        for i in range(200):
+            transport.hand_over(session, lambda i=i: ran.append((k, i)))
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    _settle(loop)
+    assert sorted(ran) == [(k, i) for k in range(4) for i in range(200)]
+    for k in range(4):
+        assert [i for kk, i in ran if kk == k] == list(range(200))
+
+
+def test_an_event_that_fails_leaves_the_others_running(loop, caplog):
+    loop, _ = loop
+    session, ran = _Session(loop), []
+    transport.hand_over(session, lambda: ran.append(1))
+    transport.hand_over(session, lambda: 1 / 0)
+    transport.hand_over(session, lambda: ran.append(2))
+    _settle(loop)
+    transport.hand_over(session, lambda: ran.append(3))  # and the queue still works
+    _settle(loop)
+    assert ran == [1, 2, 3]
+    assert "a session's event failed" in caplog.text
+
+
+def test_the_app_hands_events_over_in_batches(fresh):
+    at = AppTest.from_file(APP, default_timeout=90)
+    at.run()
+    assert not at.exception
+    assert AppSession._call_soon_on_event_loop is transport.hand_over
