@@ -1,4 +1,6 @@
-"""The server's sockets send every message at once (TCP_NODELAY), as a browser's own sockets do.
+"""How a run's messages leave the server: sockets that send at once, hand-offs in batches.
+
+Sockets. The server's sockets send every message at once (TCP_NODELAY), as a browser's own do.
 
 Streamlit 1.67 serves on uvicorn from a listening socket it makes itself (``socket.socket(family)``
 in ``streamlit.web.server.starlette.starlette_server._bind_socket``). Made without its protocol
@@ -41,7 +43,8 @@ from streamlit.runtime.app_session import AppSession
 _LOG = logging.getLogger("attnviz.ui")
 _lock = threading.Lock()
 _done = False
-_hand_over = AppSession._call_soon_on_event_loop  # Streamlit's own: one wake-up per event
+# Streamlit's own hand-off (1.67): one wake-up per event; None where a version has no such method
+_hand_over = getattr(AppSession, "_call_soon_on_event_loop", None)
 _FD_DIRS = ("/proc/self/fd", "/dev/fd")
 
 
@@ -129,5 +132,6 @@ def install() -> int:
         if _done:
             return 0
         _done = True
-        AppSession._call_soon_on_event_loop = hand_over
+        if _hand_over is not None:
+            AppSession._call_soon_on_event_loop = hand_over
         return sum(send_at_once(fd) for fd in _descriptors())
