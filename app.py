@@ -10,7 +10,7 @@ def main() -> None:
     """Page config, navigation, run."""
     shield.protect()  # a browser's clear_cache clears nothing shared (attnviz/ui/shield.py)
     resume.install()  # a session rebuilt on another replica: its first click counts
-    transport.install()  # the server's sockets send each message at once (attnviz/ui/transport.py)
+    transport.install()  # messages leave at once, handed over in batches (attnviz/ui/transport.py)
     st.set_page_config(
         page_title="attnviz: attention-weighted aggregation, step by step",
         layout="wide",
