@@ -531,9 +531,7 @@ def main() -> None:
     ap.add_argument("--actions", default="next,next,tab,tab,edit,next")
     ap.add_argument("--rounds", type=int, default=6, help="burst: rounds of everyone at once")
     ap.add_argument("--duration", type=float, default=60.0, help="think: seconds of class")
-    ap.add_argument(
-        "--ramp", type=float, default=10.0, help="think: seconds over which they arrive"
-    )
+    ap.add_argument("--ramp", type=float, default=10.0, help="think: s over which they arrive")
     ap.add_argument("--move-every", type=float, default=5.0, help="follow: s between slide moves")
     ap.add_argument("--class-store", default="", help="the replicas' store (redis://...)")
     ap.add_argument("--data-dir", default="", help="follow with --target: their ATTNVIZ_DATA_DIR")

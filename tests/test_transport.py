@@ -52,7 +52,7 @@ def listener():
 def fresh(monkeypatch):
     """transport.install() as in a process that has not run it yet (undone afterwards)."""
     monkeypatch.setattr(transport, "_done", False)
-    monkeypatch.setattr(AppSession, "_call_soon_on_event_loop", transport._hand_over)
+    monkeypatch.setattr(AppSession, "_call_soon_on_event_loop", transport._streamlit_hand_over)
 
 
 def test_a_listening_socket_hands_nodelay_to_what_it_accepts(listener):

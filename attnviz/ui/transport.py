@@ -44,7 +44,7 @@ _LOG = logging.getLogger("attnviz.ui")
 _lock = threading.Lock()
 _done = False
 # Streamlit's own hand-off (1.67): one wake-up per event; None where a version has no such method
-_hand_over = getattr(AppSession, "_call_soon_on_event_loop", None)
+_streamlit_hand_over = getattr(AppSession, "_call_soon_on_event_loop", None)
 _FD_DIRS = ("/proc/self/fd", "/dev/fd")
 
 
@@ -117,7 +117,7 @@ def hand_over(session: AppSession, event: Callable[[], None]) -> None:
             return
         batch.scheduled = True
     try:
-        _hand_over(session, batch.run)
+        _streamlit_hand_over(session, batch.run)
     except BaseException:
         with batch.lock:
             batch.scheduled = False
@@ -132,6 +132,6 @@ def install() -> int:
         if _done:
             return 0
         _done = True
-        if _hand_over is not None:
+        if _streamlit_hand_over is not None:
             AppSession._call_soon_on_event_loop = hand_over
         return sum(send_at_once(fd) for fd in _descriptors())
