@@ -205,6 +205,49 @@ def test_join_stops_at_the_most_members_but_lets_a_member_rename(store):
     assert store.members(record.code) == {"a" * 16: "Anna", "b" * 16: ""}
 
 
+def test_a_member_who_rejoins_without_a_name_keeps_it(store):
+    record = _record()
+    store.create(record)
+    now = time.time()
+    assert store.join(record.code, "a" * 16, "Bob", now, 10)
+    for _ in range(3):  # a reload, a second tab, a reconnect: the same student, no name typed
+        assert store.join(record.code, "a" * 16, "", now, 10)
+    assert store.members(record.code) == {"a" * 16: "Bob"}
+    assert store.join(record.code, "a" * 16, "Robert", now, 10)  # a new name replaces it
+    assert store.members(record.code) == {"a" * 16: "Robert"}
+
+
+def test_present_counts_the_teacher_sessions_seen_in_the_window(store):
+    record = _record()
+    store.create(record)
+    now = time.time()
+    assert store.present(record.code, "one", now, 5) == 1
+    assert store.present(record.code, "one", now + 1, 5) == 1  # the same session again
+    assert store.present(record.code, "two", now + 2, 5) == 2
+    assert store.present(record.code, "two", now + 7, 5) == 1  # "one" was last seen at now + 1
+    assert store.present("ACDEFGHJM", "one", now, 5) == 0  # no such class
+    assert store.present(record.code, "one", record.expires + 1, 5) == 0  # expired
+
+
+def test_rekey_needs_the_current_hash_and_forgets_the_sessions(store):
+    record = _record()
+    store.create(record)
+    now, new = time.time(), sec.token_hash("n" * 32)
+    store.present(record.code, "one", now, 5)
+    store.present(record.code, "two", now, 5)
+    assert not store.rekey(record.code, sec.token_hash("x" * 32), new, now)  # a forged hash
+    assert store.load(record.code, now).token_hash == record.token_hash
+    assert store.rekey(record.code, record.token_hash, new, now)
+    assert store.load(record.code, now).token_hash == new
+    assert store.update(record.code, record.token_hash, now, slide=4) is None  # the old one
+    assert store.update(record.code, new, now, slide=4).slide == 4
+    assert store.present(record.code, "two", now + 1, 5) == 1  # "one" is forgotten
+    assert store.load(record.code, now) == ClassRecord(
+        **{**record.__dict__, "token_hash": new, "slide": 4, "version": 1}
+    )  # the sessions are not part of the record
+    assert not store.rekey("ACDEFGHJM", new, record.token_hash, now)
+
+
 def test_answers_count_only_while_the_question_is_open_and_from_members(store):
     record = _record()
     store.create(record)
@@ -228,8 +271,12 @@ def test_delete_removes_the_class_its_members_and_answers(store):
     store.join(record.code, "a" * 16, "", now, 10)
     store.update(record.code, record.token_hash, now, question="trap", phase=Phase.OPEN)
     store.answer(record.code, "trap", "a" * 16, "2", now)
+    store.present(record.code, "one", now, 5)
     assert store.delete(record.code)
     assert store.load(record.code, now) is None
+    assert store.create(record)  # a class of the same code starts with no teacher sessions
+    assert store.present(record.code, "two", now, 5) == 1
+    assert store.delete(record.code)
     assert store.members(record.code) == {} and store.answers(record.code, "trap") == {}
     assert not store.delete(record.code)
 

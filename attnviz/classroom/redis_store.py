@@ -2,7 +2,8 @@
 
 Keys, all under ``attnviz:`` and all expiring with their class (Redis deletes them on its own):
 
-    attnviz:c:{code}          hash: the ClassRecord's fields
+    attnviz:c:{code}          hash: the ClassRecord's fields, and p:{session} -> when each teacher
+                              session was last seen (``present``)
     attnviz:m:{code}          hash: student id -> display name
     attnviz:a:{code}:{q}      hash: student id -> canonical answer to question q
     attnviz:q:{code}          set: the questions that have answers (to delete them with the class)
@@ -43,9 +44,33 @@ local expires = redis.call('HGET', KEYS[1], 'expires')
 if not expires or tonumber(expires) <= tonumber(ARGV[3]) then return 0 end
 if redis.call('HEXISTS', KEYS[2], ARGV[1]) == 0 and
    redis.call('HLEN', KEYS[2]) >= tonumber(ARGV[4]) then return 0 end
-redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+if ARGV[2] ~= '' or redis.call('HEXISTS', KEYS[2], ARGV[1]) == 0 then
+  redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+end
 redis.call('PEXPIREAT', KEYS[2], math.floor(tonumber(expires) * 1000))
 return 1
+"""
+_REKEY = """
+local c = redis.call('HMGET', KEYS[1], 'token_hash', 'expires')
+if not c[1] or c[1] ~= ARGV[1] or tonumber(c[2]) <= tonumber(ARGV[3]) then return 0 end
+redis.call('HSET', KEYS[1], 'token_hash', ARGV[2])
+for _, f in ipairs(redis.call('HKEYS', KEYS[1])) do
+  if string.sub(f, 1, 2) == 'p:' then redis.call('HDEL', KEYS[1], f) end
+end
+return 1
+"""
+_PRESENT = """
+local expires = redis.call('HGET', KEYS[1], 'expires')
+if not expires or tonumber(expires) <= tonumber(ARGV[2]) then return 0 end
+redis.call('HSET', KEYS[1], 'p:' .. ARGV[1], ARGV[2])
+local n, all = 0, redis.call('HGETALL', KEYS[1])
+for i = 1, #all, 2 do
+  if string.sub(all[i], 1, 2) == 'p:' then
+    if tonumber(all[i + 1]) > tonumber(ARGV[2]) - tonumber(ARGV[3]) then n = n + 1
+    else redis.call('HDEL', KEYS[1], all[i]) end
+  end
+end
+return n
 """
 _ANSWER = """
 local c = redis.call('HMGET', KEYS[1], 'expires', 'question', 'phase')
@@ -85,6 +110,8 @@ class RedisStore:
         self._create = self._r.register_script(_CREATE)
         self._update = self._r.register_script(_UPDATE)
         self._join = self._r.register_script(_JOIN)
+        self._rekey = self._r.register_script(_REKEY)
+        self._present = self._r.register_script(_PRESENT)
         self._answer = self._r.register_script(_ANSWER)
         self._delete = self._r.register_script(_DELETE)
         self._hit = self._r.register_script(_HIT)
@@ -128,6 +155,14 @@ class RedisStore:
     def join(self, code: str, student: str, name: str, now: float, max_members: int) -> bool:
         keys = [_P + "c:" + code, _P + "m:" + code]
         return self._join(keys=keys, args=[student, name, repr(now), max_members]) == 1
+
+    def rekey(self, code: str, token_hash: str, new_hash: str, now: float) -> bool:
+        args = [token_hash, new_hash, repr(now)]
+        return self._rekey(keys=[_P + "c:" + code], args=args) == 1
+
+    def present(self, code: str, session: str, now: float, window_s: float) -> int:
+        args = [session, repr(now), repr(float(window_s))]
+        return int(self._present(keys=[_P + "c:" + code], args=args))
 
     def members(self, code: str) -> dict[str, str]:
         return self._r.hgetall(_P + "m:" + code)

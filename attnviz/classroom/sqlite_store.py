@@ -34,6 +34,9 @@ CREATE TABLE IF NOT EXISTS answers (
     PRIMARY KEY (code, question, student)
 );
 CREATE TABLE IF NOT EXISTS hits (key TEXT PRIMARY KEY, until REAL NOT NULL, count INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS presenters (
+    code TEXT NOT NULL, session TEXT NOT NULL, seen REAL NOT NULL, PRIMARY KEY (code, session)
+);
 """
 _COLUMNS = "code, token_hash, created, expires, slide, question, phase, version, example"
 MAX_IDLE = 8  # connections kept between operations; a burst beyond it opens (and closes) more
@@ -169,10 +172,37 @@ class SQLiteStore:
                     return False
             db.execute(
                 "INSERT INTO members (code, student, name) VALUES (?, ?, ?) "
-                "ON CONFLICT (code, student) DO UPDATE SET name = excluded.name",
+                "ON CONFLICT (code, student) DO UPDATE "
+                "SET name = CASE WHEN excluded.name = '' THEN name ELSE excluded.name END",
                 (code, student, name),
             )
             return True
+
+    def rekey(self, code: str, token_hash: str, new_hash: str, now: float) -> bool:
+        with self._tx() as db:
+            cur = db.execute(
+                "UPDATE classes SET token_hash = ? WHERE code = ? AND token_hash = ? AND expires > ?",
+                (new_hash, code, token_hash, now),
+            )
+            if cur.rowcount != 1:
+                return False
+            db.execute("DELETE FROM presenters WHERE code = ?", (code,))
+            return True
+
+    def present(self, code: str, session: str, now: float, window_s: float) -> int:
+        with self._tx() as db:
+            if not _live(db, code, now):
+                return 0
+            db.execute(
+                "INSERT INTO presenters (code, session, seen) VALUES (?, ?, ?) "
+                "ON CONFLICT (code, session) DO UPDATE SET seen = excluded.seen",
+                (code, session, now),
+            )
+            db.execute(
+                "DELETE FROM presenters WHERE code = ? AND seen <= ?", (code, now - window_s)
+            )
+            (n,) = db.execute("SELECT count(*) FROM presenters WHERE code = ?", (code,)).fetchone()
+            return int(n)
 
     def members(self, code: str) -> dict[str, str]:
         return dict(self._all("SELECT student, name FROM members WHERE code = ?", (code,)))
@@ -250,6 +280,7 @@ def _delete(db: sqlite3.Connection, code: str) -> bool:
     cur = db.execute("DELETE FROM classes WHERE code = ?", (code,))
     db.execute("DELETE FROM members WHERE code = ?", (code,))
     db.execute("DELETE FROM answers WHERE code = ?", (code,))
+    db.execute("DELETE FROM presenters WHERE code = ?", (code,))
     return cur.rowcount == 1
 
 

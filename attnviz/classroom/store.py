@@ -77,7 +77,19 @@ class Store(Protocol):
         ...
 
     def join(self, code: str, student: str, name: str, now: float, max_members: int) -> bool:
-        """Add (or rename) a student; False when the class is gone or already has max_members."""
+        """Add (or rename) a student; False when the class is gone or already has max_members.
+        A member who rejoins with the name '' keeps the name they gave before."""
+        ...
+
+    def rekey(self, code: str, token_hash: str, new_hash: str, now: float) -> bool:
+        """Replace the teacher token's hash (only with the current one) and forget every teacher
+        session seen so far; False (nothing changed) when the class is gone or the hash is not
+        its teacher's."""
+        ...
+
+    def present(self, code: str, session: str, now: float, window_s: float) -> int:
+        """Note that teacher session ``session`` is showing the class at now; returns how many
+        sessions were seen in the last window_s seconds, this one included (0: no live class)."""
         ...
 
     def members(self, code: str) -> dict[str, str]:
