@@ -28,6 +28,7 @@ from attnviz.classroom import (
 )
 from attnviz.classroom import secret as sec
 from attnviz.classroom.redis_store import RedisStore
+from attnviz.classroom.service import PRESENT_S
 from attnviz.classroom.sqlite_store import SQLiteStore
 from attnviz.classroom.store import open_store
 
@@ -483,6 +484,68 @@ def test_ending_a_class_deletes_its_data(store):
         room.state(started.code)
     assert e.value.problem is Problem.NO_CLASS
     assert store.members(started.code) == {}
+
+
+def test_rotating_the_token_refuses_the_old_one_at_once(store):
+    room = _room(store)
+    started = room.start()
+    new = room.rotate(started.code, started.token)
+    assert sec.parse_token(new) == new and new != started.token
+    assert not room.is_teacher(started.code, started.token)
+    for act in (
+        lambda t: room.move(started.code, t, 4, N_SLIDES),
+        lambda t: room.rotate(started.code, t),
+        lambda t: room.present(started.code, t, "s" * 16),
+        lambda t: room.end(started.code, t),
+    ):
+        with pytest.raises(ClassError) as e:
+            act(started.token)
+        assert e.value.problem is Problem.NOT_TEACHER
+    assert room.move(started.code, new, 4, N_SLIDES).slide == 4
+    room.end(started.code, new)
+    with pytest.raises(ClassError) as e:
+        room.rotate(started.code, new)
+    assert e.value.problem is Problem.NO_CLASS
+
+
+def test_a_second_teacher_session_is_counted_until_it_goes(store):
+    clock = [time.time()]
+    room = Classroom(store, clock=lambda: clock[0])
+    started = room.start()
+    one, two = sec.new_session(), sec.new_session()
+    assert room.present(started.code, started.token, one) == 1
+    assert room.present(started.code, started.token, two) == 2
+    clock[0] += 1
+    assert room.present(started.code, started.token, one) == 2
+    clock[0] += PRESENT_S + 1  # "two" stopped reporting
+    assert room.present(started.code, started.token, one) == 1
+    for damaged in ("", "x" * 15, "<script>alert(1)"):
+        with pytest.raises(ClassError) as e:
+            room.present(started.code, started.token, damaged)
+        assert e.value.problem is Problem.BAD_INPUT
+
+
+def test_an_unreachable_store_is_a_refusal_that_changed_nothing(backend):
+    kind, make = backend
+    room = _room(make())
+    started = room.start()
+    if kind == "sqlite":
+        gone = make()
+        gone.close()  # every operation now fails as a store that cannot be reached
+    else:
+        gone = RedisStore(f"redis://127.0.0.1:{_free_port()}/0")  # nothing listens there
+    cut = _room(gone)
+    for act in (
+        lambda: cut.move(started.code, started.token, 4, N_SLIDES),
+        lambda: cut.state(started.code),
+        lambda: cut.join(started.code, "a" * 16),
+        lambda: cut.present(started.code, started.token, "s" * 16),
+    ):
+        with pytest.raises(ClassError) as e:
+            act()
+        assert e.value.problem is Problem.UNREACHABLE
+        assert "try again" in str(e.value).lower()
+    assert room.state(started.code).slide == 1
 
 
 def test_a_class_expires_after_its_time(store):

@@ -8,7 +8,8 @@ hitting any one of them is ~4e-5.
 
 The teacher token is 32 url-safe characters (192 random bits); the store keeps only its SHA-256, so a
 leaked store does not let anyone move a class. A student id is a random 16-character handle that
-lets a reconnecting browser keep its answers; it identifies nobody.
+lets a reconnecting browser keep its answers; it identifies nobody. A teacher session's id (one per
+browser tab) tells two devices presenting one class apart; it is no secret.
 """
 
 from __future__ import annotations
@@ -91,6 +92,18 @@ def parse_student(text: object) -> str:
     """A student id from a link or the session, or AttnvizError."""
     if not isinstance(text, str) or not _STUDENT.fullmatch(text):
         raise AttnvizError("This student link is not valid.")
+    return text
+
+
+def new_session() -> str:
+    """A teacher session's id (one browser tab): 16 url-safe characters, not a secret."""
+    return secrets.token_urlsafe(STUDENT_BYTES)
+
+
+def parse_session(text: object) -> str:
+    """A teacher session's id from the browser, or AttnvizError."""
+    if not isinstance(text, str) or not _STUDENT.fullmatch(text):
+        raise AttnvizError("This browser tab's id is damaged.")
     return text
 
 

@@ -1,16 +1,22 @@
 """The live class's rules on top of a ``Store``: who may do what, how often, and for how long.
 
-Only the holder of the teacher token moves the class, opens, reveals or closes a question, or ends
-it; a student joins with the class code (rate-limited: codes are meant to be unguessable), answers
+Only the holder of the teacher token moves the class, opens, reveals or closes a question, ends it,
+or hands it a new token (``rotate``: every other link and session of the old one is refused at
+once); each teacher session reports itself (``present``), so a second device presenting the class
+is seen. A student joins with the class code (rate-limited: codes are meant to be unguessable), answers
 the open question once (changeable until the reveal) and needs no personal data. A class expires
 ``Limits.ttl_s`` after it starts; an ended or expired class's data is deleted.
 
-No streamlit and no per-process state: every replica behind a proxy sees the same class.
+No streamlit and no per-process state: every replica behind a proxy sees the same class. A store
+that cannot be reached (a Redis restarting, a locked SQLite file past its timeout) is a
+``ClassError`` of kind ``UNREACHABLE``: nothing was done, and the caller says so.
 """
 
 from __future__ import annotations
 
 import enum
+import functools
+import sqlite3
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -22,6 +28,15 @@ from attnviz.classroom.store import ClassRecord, Phase, Store
 from attnviz.errors import AttnvizError
 
 MAX_EXAMPLE_CHARS = 12_000
+#: A teacher session not seen for this long has gone (each polls every second).
+PRESENT_S = 5.0
+
+try:  # what a store raises when it cannot be reached
+    from redis import RedisError as _RedisError
+
+    _UNREACHABLE: tuple[type[BaseException], ...] = (sqlite3.Error, OSError, _RedisError)
+except ImportError:  # redis is optional: SQLite alone
+    _UNREACHABLE = (sqlite3.Error, OSError)
 
 
 class Problem(enum.Enum):
@@ -33,6 +48,7 @@ class Problem(enum.Enum):
     FULL = "class full"
     NOT_OPEN = "question not open"
     BAD_INPUT = "bad input"
+    UNREACHABLE = "store unreachable"  # nothing was done: try again
 
 
 class ClassError(AttnvizError):
@@ -69,6 +85,21 @@ class Limits:
 LIMITS = Limits()
 
 
+def _reaching(method):
+    """A store that cannot be reached -> ClassError(UNREACHABLE) (the operation was not done)."""
+
+    @functools.wraps(method)
+    def wrapped(*args, **kwargs):
+        try:
+            return method(*args, **kwargs)
+        except _UNREACHABLE:
+            raise ClassError(
+                Problem.UNREACHABLE, "Could not reach the class: nothing was changed. Try again."
+            ) from None
+
+    return wrapped
+
+
 @dataclass(frozen=True)
 class Started:
     """A new class: its code, the teacher token (shown once, kept in the session and the
@@ -101,6 +132,7 @@ class Classroom:
 
     # ---- teacher -------------------------------------------------------------------------------
 
+    @_reaching
     def start(self, *, example: str = "", client: str = "") -> Started:
         """Start a class on the example (a Playground link's query string, '' for the classic)."""
         if not isinstance(example, str) or len(example) > MAX_EXAMPLE_CHARS:
@@ -121,6 +153,7 @@ class Classroom:
                 return Started(record.code, token, record)
         raise ClassError(Problem.BAD_INPUT, "Could not find a free class code; try again.")
 
+    @_reaching
     def is_teacher(self, code: str, token: str) -> bool:
         """Whether token is this live class's teacher token."""
         record = self.store.load(code, self.clock())
@@ -130,16 +163,19 @@ class Classroom:
             return False
         return record is not None and secret.token_matches(token, record.token_hash)
 
+    @_reaching
     def move(self, code: str, token: str, slide: int, n_slides: int) -> ClassRecord:
         """Put the class on slide (1..n_slides); a question on screen is taken down."""
         if type(slide) is not int or not 1 <= slide <= n_slides:
             raise ClassError(Problem.BAD_INPUT, f"There are slides 1 to {n_slides}.")
         return self._teacher(code, token, slide=slide, question="", phase=Phase.NONE)
 
+    @_reaching
     def ask(self, code: str, token: str, question: Question) -> ClassRecord:
         """Open a question: students may answer (and change their answer) until the reveal."""
         return self._teacher(code, token, question=question.id, phase=Phase.OPEN)
 
+    @_reaching
     def reveal(self, code: str, token: str) -> ClassRecord:
         """Freeze the answers and show the right one."""
         record = self.state(code)
@@ -147,18 +183,49 @@ class Classroom:
             raise ClassError(Problem.NOT_OPEN, "No question is open.")
         return self._teacher(code, token, phase=Phase.REVEALED)
 
+    @_reaching
     def close_question(self, code: str, token: str) -> ClassRecord:
         """Take the question off the screen (its answers stay until the class ends)."""
         return self._teacher(code, token, question="", phase=Phase.NONE)
 
+    @_reaching
     def end(self, code: str, token: str) -> None:
         """End the class: its data is deleted."""
         if not self.is_teacher(code, token):
             raise ClassError(Problem.NOT_TEACHER, "Only the teacher can end the class.")
         self.store.delete(code)
 
+    @_reaching
+    def rotate(self, code: str, token: str) -> str:
+        """A new teacher token for the class; the old one (its links, every session holding it)
+        is refused from now on. Returns the new token."""
+        new = secret.new_token()
+        try:
+            token = secret.parse_token(token)
+        except AttnvizError:
+            raise ClassError(Problem.NOT_TEACHER, "Only the teacher can do this.") from None
+        if not self.store.rekey(
+            code, secret.token_hash(token), secret.token_hash(new), self.clock()
+        ):
+            self.state(code)  # NO_CLASS when it is gone
+            raise ClassError(Problem.NOT_TEACHER, "Only the teacher can do this.")
+        return new
+
+    @_reaching
+    def present(self, code: str, token: str, session: str) -> int:
+        """A teacher session says it shows the class; returns how many teacher sessions have
+        said so in the last PRESENT_S seconds (more than 1: another device presents it too)."""
+        if not self.is_teacher(code, token):
+            raise ClassError(Problem.NOT_TEACHER, "Only the teacher can do this.")
+        try:
+            session = secret.parse_session(session)
+        except AttnvizError as e:
+            raise ClassError(Problem.BAD_INPUT, str(e)) from None
+        return self.store.present(code, session, self.clock(), PRESENT_S)
+
     # ---- anyone --------------------------------------------------------------------------------
 
+    @_reaching
     def state(self, code: str) -> ClassRecord:
         """The live class, or ClassError(NO_CLASS)."""
         record = self.store.load(code, self.clock())
@@ -166,6 +233,7 @@ class Classroom:
             raise ClassError(Problem.NO_CLASS, "This class has ended, or its code is unknown.")
         return record
 
+    @_reaching
     def join(self, code_text: object, student: str, name: object = "", client: str = "") -> str:
         """A student joins with what they typed; returns the canonical code. A code of the wrong
         shape is refused with what a code looks like and counts nothing; a well-formed one that
@@ -185,6 +253,7 @@ class Classroom:
             raise ClassError(Problem.FULL, "This class is full (or has just ended).")
         return code
 
+    @_reaching
     def answer(self, code: str, student: str, question: Question, text: object) -> str:
         """Record a student's answer to the open question; returns its canonical form."""
         now = self.clock()
@@ -197,10 +266,12 @@ class Classroom:
             raise ClassError(Problem.NOT_OPEN, "This question is not open for answers now.")
         return canonical
 
+    @_reaching
     def my_answer(self, code: str, student: str, question: Question) -> str | None:
         """The student's canonical answer to question, or None."""
         return self.store.answers(code, question.id).get(student)
 
+    @_reaching
     def tally(self, code: str, question: Question) -> Tally:
         """How the class answered question."""
         given = self.store.answers(code, question.id)
@@ -211,6 +282,7 @@ class Classroom:
             right=sum(n for a, n in counts.items() if is_right(question, a)),
         )
 
+    @_reaching
     def members(self, code: str) -> int:
         """How many students have joined."""
         return len(self.store.members(code))
