@@ -1,9 +1,10 @@
 """Checking an einsum equation against its operands' shapes, before PyTorch sees either.
 
 Letters name axes; ``...`` stands for the axes a term does not name, and the ``...`` parts of
-all operands broadcast together with ``torch.broadcast_shapes`` semantics (any number of
-operands: one, two, three...). Returns the size of the iteration space, which the interpreter
-charges as work.
+all operands broadcast together with ``torch.broadcast_shapes`` semantics. Any number of operands
+(one, two, five...; the expression's own size bounds them). Returns the size of the iteration
+space: the interpreter charges it as work once per pairwise contraction, and caps it like any
+tensor, since no intermediate PyTorch makes can hold more elements than that space.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import re
 
 import torch
 
-from attnviz.sandbox.language import EINSUM_MAX_LENGTH, EINSUM_MAX_OPERANDS, ErrorKind
+from attnviz.sandbox.language import EINSUM_MAX_LENGTH, ErrorKind
 from attnviz.sandbox.messages import numel, plural
 
 __all__ = ["EquationError", "check"]
@@ -42,9 +43,10 @@ def check(equation: str, shapes: list[tuple[int, ...]]) -> int:
             "an einsum equation holds letters, commas, ... and one ->, e.g. 'bth,bt->bh'."
         )
     eq = re.sub(r"\s", "", equation)
-    if not 1 <= len(shapes) <= EINSUM_MAX_OPERANDS:
+    if not shapes:
         raise _refuse(
-            f"einsum takes 1 to {EINSUM_MAX_OPERANDS} tensors, got {len(shapes)}.",
+            "einsum takes at least one tensor after the equation, e.g. "
+            "einsum('bth,bt->bh', net_output, att_scores).",
             ErrorKind.TYPE,
             eq=False,
         )

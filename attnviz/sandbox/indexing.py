@@ -41,6 +41,10 @@ class Indexing:
         self.begin(node)
         items = index if isinstance(index, tuple) else (index,)
         shape = tuple(value.shape)
+        if sum(item is Ellipsis for item in items) > 1:
+            self.check_items(node, items)
+            items = self.without_ellipses(node, shape, items)
+            index = items
         self.check_index(node, shape, items)
         out = self.torch_call(node, value.__getitem__, index)
         return self.record(
@@ -51,8 +55,48 @@ class Indexing:
             note=self.index_note(node, shape, items, tuple(out.shape)),
         )
 
-    def check_index(self, node: ast.Subscript, shape: tuple[int, ...], items: tuple) -> None:
-        name = self.name_of(node.value, "the tensor")
+    def without_ellipses(self, node: ast.Subscript, shape: tuple[int, ...], items: tuple) -> tuple:
+        """An index with several ... as PyTorch reads it, written without any.
+
+        PyTorch lets every ... stand for as many axes as the index does not name (ndim minus the
+        ints and slices), moving along the tensor as it is being indexed; a full slice that falls
+        past the last axis changes nothing, anything else past it is an error.
+        x (2, 3, 5): x[..., ..., :, :] -> x[:, :, :]; x[..., 0, ...] -> x[:, :, 0].
+        """
+        named = sum(1 for i in items if i is not None and i is not Ellipsis)
+        skip = len(shape) - named
+        if skip < 0:
+            raise self.error(
+                node,
+                f"`{self.text(node)}` indexes {plural(named, 'axis')} but "
+                f"{self.name_of(node.value, 'the tensor')} {shape} has only {len(shape)}.",
+                kind=ErrorKind.SHAPE,
+            )
+        out: list = []
+        pos, ndim = 0, len(shape)
+        for item in items:
+            if item is Ellipsis:
+                out.extend([slice(None)] * max(min(skip, ndim - pos), 0))
+                pos += skip
+                continue
+            past = pos > ndim if item is None else pos >= ndim
+            if past and item != slice(None):
+                what = "None" if item is None else f"index {item}" if is_int(item) else "a slice"
+                raise self.error(
+                    node.slice,
+                    f"`{self.text(node)}`: with several ..., each stands for {plural(skip, 'axis')} "
+                    f"of {self.name_of(node.value, 'the tensor')} {shape} (the axes the index "
+                    f"does not name), so {what} falls past the last axis. Write one ... instead.",
+                    kind=ErrorKind.SHAPE,
+                )
+            if not past:
+                out.append(item)
+            ndim += 1 if item is None else -1 if is_int(item) else 0
+            pos += 0 if is_int(item) else 1
+        return tuple(out)
+
+    def check_items(self, node: ast.Subscript, items: tuple) -> None:
+        """Every item is an int, a slice with a positive step, None or ...."""
         for item in items:
             if not (is_int(item) or isinstance(item, slice) or item is None or item is Ellipsis):
                 raise self.error(
@@ -66,10 +110,11 @@ class Indexing:
                     f"a slice step must be positive in PyTorch, got {item.step}.",
                     kind=ErrorKind.VALUE,
                 )
-        if sum(item is Ellipsis for item in items) > 1:
-            raise self.error(
-                node.slice, "an index may contain ... only once.", kind=ErrorKind.VALUE
-            )
+
+    def check_index(self, node: ast.Subscript, shape: tuple[int, ...], items: tuple) -> None:
+        """items (at most one ...) fit shape: not too many axes, every int in range."""
+        name = self.name_of(node.value, "the tensor")
+        self.check_items(node, items)
         used = [item for item in items if item is not None and item is not Ellipsis]
         if len(used) > len(shape):
             raise self.error(

@@ -281,9 +281,40 @@ class Interpreter(Arithmetic, Indexing):
     def eval_Constant(self, node: ast.Constant) -> Any:
         return node.value
 
+    def unpack(self, nodes: list[ast.AST]) -> tuple[list, tuple[ast.AST, ...]]:
+        """Evaluate items as Python does, `*shape` giving one value per entry: (values, the node
+        of each value, a `*` item's node repeated for each of its entries)."""
+        values: list = []
+        where: list[ast.AST] = []
+        for n in nodes:
+            if not isinstance(n, ast.Starred):
+                values.append(self.run(n))
+                where.append(n)
+                continue
+            v = self.run(n.value)
+            if isinstance(v, Tensor):
+                raise self.error(
+                    n,
+                    f"not supported here: `*` unpacking of a tensor ({self.text(n.value)} is "
+                    f"{describe(v)}); unpack a shape, e.g. *{self.text(n.value)}.shape.",
+                    kind=ErrorKind.REFUSED,
+                )
+            if not isinstance(v, tuple):
+                raise self.error(
+                    n,
+                    f"`*` unpacks a shape or a tuple, e.g. *att_scores.shape, not {describe(v)}.",
+                    kind=ErrorKind.TYPE,
+                )
+            if len(values) + len(v) > self.limits.max_nodes:
+                raise self.error(n, "the unpacked tuple is too long.", kind=ErrorKind.LIMIT)
+            values.extend(v)
+            where.extend([n] * len(v))
+        return values, tuple(where)
+
     def eval_Tuple(self, node: ast.Tuple) -> tuple:
-        items = tuple(self.run(e) for e in node.elts)
-        for e, v in zip(node.elts, items, strict=True):
+        values, where = self.unpack(node.elts)
+        items = tuple(values)
+        for e, v in zip(where, items, strict=True):
             if isinstance(v, Tensor):
                 raise self.error(
                     e,
@@ -367,19 +398,20 @@ class Interpreter(Arithmetic, Indexing):
             name = func.id if isinstance(func, ast.Name) else func.attr
             spelt = name if isinstance(func, ast.Name) else f"{TORCH}.{name}"
             if name in FUNCTIONS:
-                args = [self.run(a) for a in node.args]
+                args, where = self.unpack(node.args)
                 kwargs = {kw.arg: self.run(kw.value) for kw in node.keywords}
                 self.begin(node)
-                call = Call(node, f"{spelt}()", None, tuple(node.args))
+                call = Call(node, f"{spelt}()", None, where)
                 return FUNCTIONS[name].run(self, call, args, kwargs)
-            receiver_node, arg_nodes = node.args[0], tuple(node.args[1:])
-            call = Call(node, f"{spelt}()", receiver_node, arg_nodes)
+            receiver_node, arg_nodes = node.args[0], list(node.args[1:])
+            spelt = f"{spelt}()"
         else:
             name = func.attr
-            receiver_node, arg_nodes = func.value, tuple(node.args)
-            call = Call(node, f".{name}()", receiver_node, arg_nodes)
+            receiver_node, arg_nodes = func.value, list(node.args)
+            spelt = f".{name}()"
         receiver = self.run(receiver_node)
-        args = [self.run(a) for a in arg_nodes]
+        args, where = self.unpack(arg_nodes)
+        call = Call(node, spelt, receiver_node, where)
         kwargs = {kw.arg: self.run(kw.value) for kw in node.keywords}
         if not isinstance(receiver, Tensor):
             raise self.error(

@@ -61,7 +61,6 @@ CONSTRUCTS: dict[type, str] = {
     ast.NamedExpr: "the walrus operator `:=`",
     ast.JoinedStr: "an f-string",
     ast.FormattedValue: "an f-string",
-    ast.Starred: "`*` unpacking",
 }
 OPERATOR_NAMES: dict[type, str] = {
     ast.FloorDiv: "`//`",
@@ -82,7 +81,6 @@ LOOKALIKES = {
 }  # fmt: skip
 # Common PyTorch/NumPy spellings outside the language, and what to write instead.
 INSTEAD = {
-    "size": ".shape",
     "dim": ".ndim",
     "t": ".T",
     "mT": ".transpose(-2, -1)",
@@ -90,7 +88,6 @@ INSTEAD = {
     "swapaxes": ".transpose(a, b)",
     "swapdims": ".transpose(a, b)",
     "movedim": ".permute(...)",
-    "repeat": ".expand(...) (a view: nothing is copied)",
     "expand_as": ".expand(other.shape)",
     "reshape_as": ".reshape(other.shape)",
     "view_as": ".view(other.shape)",
@@ -105,7 +102,6 @@ INSTEAD = {
 }
 PLAIN_DTYPES = (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
 MAX_INT = 2**62  # scalar arithmetic stays well inside int64
-EINSUM_MAX_OPERANDS = 4
 EINSUM_MAX_LENGTH = 100
 
 

@@ -17,6 +17,8 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
+import torch
+
 from attnviz.sandbox.language import (
     ATTRIBUTES,
     BINOPS,
@@ -51,6 +53,23 @@ def _char_problem(expr: str) -> tuple[int, str] | None:
         )
         return i, f"character {ch!r} ({name}) at position {i} is not allowed.{hint}"
     return None
+
+
+_DTYPES = frozenset(k for k, v in vars(torch).items() if isinstance(v, torch.dtype))
+
+
+def _torch_value(attr: str) -> str:
+    """Why torch.<attr> used as a value (not called) is refused, and what to write instead."""
+    shown = clip(attr, 30)
+    if attr in _DTYPES:
+        return (
+            f"not supported here: the dtype `torch.{shown}` as a value (as in .to(...) or "
+            f".view(...)). To turn the numbers into another type write .float() or .double()."
+        )
+    return (
+        f"not supported here: `torch.{shown}`. torch is used here only to call a function, "
+        f"e.g. torch.einsum(...) or torch.sum(x, dim=1)."
+    )
 
 
 class Source:
@@ -150,6 +169,7 @@ class Checker:
         self.names = names
         self.equations: set[int] = set()  # ids of str constants that are einsum equations
         self.lists: set[int] = set()  # ids of list literals passed straight to a method
+        self.starred: set[int] = set()  # ids of `*x` in a call's arguments or a tuple's items
         self.dynamic: set[int] = set()  # ids of nodes whose value depends on a variable
         self.methods: set[int] = set()  # ids of Attribute nodes approved as called methods
         self.functions: set[int] = set()  # ids of Name nodes approved as called functions
@@ -217,20 +237,38 @@ class Checker:
                 name = OPERATOR_NAMES.get(type(node.op), type(node.op).__name__)
                 raise self.refuse(node, f"the operator {name} is not allowed; only unary - is.")
         elif isinstance(node, ast.Attribute):
+            if id(node) not in self.methods and self.is_torch(node.value):
+                self.functions.add(id(node.value))  # torch itself is fine: this use of it is not
+                if not node.attr.startswith("_"):
+                    raise self.refuse(node, _torch_value(node.attr))
             if id(node) not in self.methods:
                 self.check_attribute(node, called=False)
         elif isinstance(node, ast.Call):
             self.check_call(node)
         elif isinstance(node, ast.List):
+            self.starred.update(id(e) for e in node.elts if isinstance(e, ast.Starred))
             if id(node) not in self.lists:
                 raise self.refuse(
                     node,
                     "a list is only allowed as a method argument, e.g. x.permute([0, 2, 1]); "
                     "to index, use ints, slices, None and ... .",
                 )
+        elif isinstance(node, ast.Starred):
+            if id(node) not in self.starred:
+                raise self.refuse(
+                    node,
+                    "not supported here: `*` unpacking outside a call or a tuple; it works in "
+                    "both, e.g. x.view(*x.shape, 1) or (*x.shape, 1).",
+                )
+            if isinstance(node.value, ast.List):
+                self.lists.add(id(node.value))  # *[1, 2] is as good as *(1, 2)
         elif isinstance(node, (ast.Subscript, ast.Slice, ast.Tuple, ast.keyword)):
             if isinstance(node, ast.keyword) and node.arg is None:
-                raise self.refuse(node, "`**` unpacking is not allowed.")
+                raise self.refuse(
+                    node, "not supported here: `**` unpacking; write the keyword out, e.g. dim=1."
+                )
+            if isinstance(node, ast.Tuple):
+                self.starred.update(id(e) for e in node.elts if isinstance(e, ast.Starred))
         elif type(node) in CONSTRUCTS:
             raise self.refuse(node, f"{CONSTRUCTS[type(node)]} is not allowed here.")
         else:
@@ -299,14 +337,18 @@ class Checker:
                 return
             if attr in ATTRIBUTES:
                 raise self.refuse(
-                    node, f"`.{attr}` is not a method: write it without parentheses, e.g. x.{attr}."
+                    node,
+                    f"`.{attr}` is not a method: write it without parentheses, e.g. x.{attr}.",
+                    kind=ErrorKind.TYPE,
                 )
         else:
             if attr in ATTRIBUTES:
                 return
             if attr in METHODS:
                 raise self.refuse(
-                    node, f"method `{attr}` must be called: write .{attr}(...) with parentheses."
+                    node,
+                    f"method `{attr}` must be called: write .{attr}(...) with parentheses.",
+                    kind=ErrorKind.TYPE,
                 )
         if attr.endswith("_"):
             why = (
@@ -343,6 +385,8 @@ class Checker:
         for arg in [*node.args, *(kw.value for kw in node.keywords)]:
             if isinstance(arg, ast.List):
                 self.lists.add(id(arg))
+            if isinstance(arg, ast.Starred):
+                self.starred.add(id(arg))
         seen: set[str] = set()
         for kw in node.keywords:
             if kw.arg is not None and kw.arg in seen:
@@ -396,6 +440,12 @@ class Checker:
             if not node.args:
                 raise self.refuse(
                     node, f"{spelt}() needs the tensor first, e.g. {spelt}(net_output, ...)."
+                )
+            if isinstance(node.args[0], ast.Starred):
+                raise self.refuse(
+                    node.args[0],
+                    f"not supported here: `*` unpacking as the tensor of {spelt}(); name the "
+                    f"tensor, e.g. {spelt}(net_output, ...).",
                 )
             return
         why = f"calling {clip(spelt, 40)}(...) is not allowed."

@@ -10,7 +10,6 @@ itself, before PyTorch sees them, and records one Node.
 
 from __future__ import annotations
 
-import ast
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -19,25 +18,16 @@ import torch
 from torch import Tensor
 
 from attnviz.sandbox import einsum as einsum_check
+from attnviz.sandbox.arguments import Call, axes_of, axis_of, bind, sizes
+from attnviz.sandbox.conversion import run_double, run_float, run_round, run_size
 from attnviz.sandbox.language import ErrorKind
-from attnviz.sandbox.messages import describe, is_int, numel, plural
+from attnviz.sandbox.messages import describe, numel
+from attnviz.sandbox.tiling import run_repeat, run_tile
 
 if TYPE_CHECKING:
     from attnviz.sandbox.interpreter import Interpreter
 
 __all__ = ["FUNCTIONS", "METHODS", "Call", "Function", "Method", "call_names"]
-
-
-@dataclass(frozen=True)
-class Call:
-    """A call as written. node: the ast.Call. name: how it reads in a message (".sum()",
-    "torch.sum()"). receiver: the node of the tensor (x in x.sum() or torch.sum(x)), None for a
-    function. arg_nodes: the positional argument nodes after the receiver."""
-
-    node: ast.Call
-    name: str
-    receiver: ast.AST | None
-    arg_nodes: tuple[ast.AST, ...]
 
 
 @dataclass(frozen=True)
@@ -58,93 +48,6 @@ class Function:
     run: Callable[..., Any]  # (ip, Call, args, kwargs) -> value
     equation: bool = False
     bare: bool = True
-
-
-# ---- argument helpers ------------------------------------------------------------------------
-
-
-def bind(
-    ip: Interpreter,
-    c: Call,
-    args: list,
-    kwargs: dict,
-    params: tuple[str, ...],
-    aliases: dict[str, str] | None = None,
-) -> dict:
-    """Match positional and keyword arguments to params (like Python), with dim=axis aliases."""
-    aliases = aliases or {}
-    if len(args) > len(params):
-        raise ip.error(
-            c.node,
-            f"{c.name} takes at most {plural(len(params), 'argument')}, got {len(args)}.",
-            kind=ErrorKind.TYPE,
-        )
-    bound = dict(zip(params, args, strict=False))
-    for key, value in kwargs.items():
-        target = aliases.get(key, key)
-        if target in bound:
-            raise ip.error(
-                c.node,
-                f"{c.name} got `{key}` twice (axis and dim mean the same).",
-                kind=ErrorKind.TYPE,
-            )
-        bound[target] = value
-    return bound
-
-
-def axis_of(
-    ip: Interpreter, c: Call, value: Any, ndim: int, *, extra: int = 0, what: str = "axis"
-) -> int:
-    """A valid axis index for a tensor with ndim axes (+extra for unsqueeze), as non-negative."""
-    name = ip.name_of(c.receiver, "the tensor")
-    if not is_int(value):
-        raise ip.error(
-            c.node,
-            f"`{ip.text(c.node)}`: {what} must be a whole number, not {describe(value)}.",
-            kind=ErrorKind.TYPE,
-        )
-    top = max(ndim + extra, 1)
-    if not -top <= value < top:
-        shape = tuple(ip.receiver_shape)
-        raise ip.error(
-            c.node,
-            f"`{ip.text(c.node)}`: {name} {shape} has {plural(ndim, 'axis')}"
-            + f", so {what} must be between {-top} and {top - 1}; {value} does not exist.",
-            kind=ErrorKind.SHAPE,
-        )
-    return value % top
-
-
-def axes_of(ip: Interpreter, c: Call, value: Any, ndim: int) -> tuple[int, ...]:
-    items = value if isinstance(value, tuple) else (value,)
-    if not items:
-        raise ip.error(c.node, "give at least one axis.", kind=ErrorKind.VALUE)
-    out = tuple(axis_of(ip, c, v, ndim) for v in items)
-    if len(set(out)) != len(out):
-        raise ip.error(c.node, f"`{ip.text(c.node)}` names an axis twice.", kind=ErrorKind.VALUE)
-    return out
-
-
-def sizes(ip: Interpreter, c: Call, args: list, bound: dict, key: str) -> tuple[int, ...]:
-    """Shape arguments given as ints, or as one tuple/list (x.reshape(2, 15) or ((2, 15)))."""
-    if key in bound and args:
-        raise ip.error(
-            c.node,
-            f"give the shape either as numbers or as {key}=, not both.",
-            kind=ErrorKind.TYPE,
-        )
-    raw = bound[key] if key in bound else tuple(args)
-    if len(args) == 1 and isinstance(args[0], tuple):
-        raw = args[0]
-    if is_int(raw):
-        raw = (raw,)
-    if not isinstance(raw, tuple) or not all(is_int(s) for s in raw):
-        raise ip.error(
-            c.node,
-            f"`{ip.text(c.node)}`: a shape is a sequence of whole numbers.",
-            kind=ErrorKind.TYPE,
-        )
-    return raw
 
 
 # ---- methods ---------------------------------------------------------------------------------
@@ -171,7 +74,9 @@ def _reduce(ip: Interpreter, c: Call, t: Tensor, args: list, kwargs: dict, name:
         )
     dim = bound.get("dim")
     shape = tuple(t.shape)
-    dims = tuple(range(t.ndim)) if dim is None else axes_of(ip, c, dim, t.ndim)
+    # dim=() (or []) reduces over every axis, as PyTorch does; so does no dim at all.
+    every = dim is None or dim == ()
+    dims = tuple(range(t.ndim)) if every else axes_of(ip, c, dim, t.ndim)
     if name == "mean" and not (t.is_floating_point() or t.is_complex()):
         raise ip.error(
             c.node,
@@ -188,7 +93,7 @@ def _reduce(ip: Interpreter, c: Call, t: Tensor, args: list, kwargs: dict, name:
         )
     ip.charge(c.node, t.numel())
     fn = getattr(t, name)
-    if dim is None and not keepdim:
+    if every and not keepdim:
         out = ip.torch_call(c.node, fn)  # every axis
     else:
         out = ip.torch_call(c.node, fn, dim=dims, keepdim=keepdim)
@@ -250,17 +155,19 @@ def _unsqueeze(ip: Interpreter, c: Call, t: Tensor, args: list, kwargs: dict) ->
 
 def _squeeze(ip: Interpreter, c: Call, t: Tensor, args: list, kwargs: dict) -> Tensor:
     bound = bind(ip, c, args, kwargs, ("dim",))
+    what = "size-1 axes removed (others stay)"
     if bound.get("dim") is None:
         out = ip.torch_call(c.node, t.squeeze)
     else:
-        dims = axes_of(ip, c, bound["dim"], t.ndim)
+        dims = axes_of(ip, c, bound["dim"], t.ndim, empty=True)  # () names no axis: no change
         out = ip.torch_call(c.node, t.squeeze, dims)
+        what = what if dims else "dim=() names no axis, so nothing is removed"
     return ip.record(
         c.node,
         ".squeeze",
         out,
         operands=(t,),
-        note=f"{tuple(t.shape)} -> {tuple(out.shape)}: size-1 axes removed (others stay)",
+        note=f"{tuple(t.shape)} -> {tuple(out.shape)}: {what}",
     )
 
 
@@ -518,7 +425,7 @@ def _einsum(ip: Interpreter, c: Call, args: list, kwargs: dict) -> Tensor:
         space = einsum_check.check(equation, [tuple(o.shape) for o in operands])
     except einsum_check.EquationError as exc:
         raise ip.error(eq_node if exc.in_equation else c.node, exc.message, kind=exc.kind) from None
-    ip.charge(c.node, space)
+    ip.charge(c.node, space * max(len(operands) - 1, 1))  # one contraction per extra operand
     if len(operands) > 2:
         ip.check_size(c.node, (space,), "go through an intermediate")
     out = ip.torch_call(c.node, torch.einsum, equation, *operands)
@@ -565,6 +472,12 @@ METHODS: dict[str, Method] = {
     "exp": Method((), _exp),
     "abs": Method((), _abs),
     "matmul": Method(("other",), _matmul),
+    "size": Method(("dim",), run_size, functional=False),
+    "double": Method((), run_double, functional=False),
+    "float": Method((), run_float, functional=False),
+    "round": Method(("decimals",), run_round),
+    "repeat": Method(("repeats",), run_repeat, functional=False),
+    "tile": Method(("dims",), run_tile),
 }
 """Tensor methods that may be called, each with the keyword arguments it accepts."""
 
