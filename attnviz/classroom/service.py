@@ -284,8 +284,14 @@ class Classroom:
 
     @_reaching
     def members(self, code: str) -> int:
-        """How many students have joined."""
+        """How many students have joined (browsers: a student's tabs and reloads are one)."""
         return len(self.store.members(code))
+
+    @_reaching
+    def roster(self, code: str) -> tuple[int, tuple[str, ...]]:
+        """How many students have joined, and the names they gave (sorted; shown as plain text)."""
+        members = self.store.members(code)
+        return len(members), tuple(sorted(n for n in members.values() if n))
 
     # ---- helpers -------------------------------------------------------------------------------
 
