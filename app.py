@@ -2,15 +2,14 @@
 
 import streamlit as st
 
-from attnviz.ui import longlived, resume, shield, transport
+from attnviz.ui import compat, longlived, settings
 from attnviz.ui.navigation import chrome, pages
 
 
 def main() -> None:
     """Page config, navigation, run."""
-    shield.protect()  # a browser's clear_cache clears nothing shared (attnviz/ui/shield.py)
-    resume.install()  # a session rebuilt on another replica: its first click counts
-    transport.install()  # messages leave at once, handed over in batches (attnviz/ui/transport.py)
+    settings.verify()  # the security and resource settings exist and took effect, or a plain stop
+    compat.install()  # every change to Streamlit's internals, checked (attnviz/ui/compat.py)
     st.set_page_config(
         page_title="attnviz: attention-weighted aggregation, step by step",
         layout="wide",

@@ -1,6 +1,7 @@
-"""How a run's messages leave the server (attnviz/ui/transport.py): Nagle's algorithm off on each
-TCP socket of the process, tested on the same kernel as the server with real sockets; and a
-session's events handed to a real asyncio event loop in batches, in order.
+"""How a run's messages leave the server: Nagle's algorithm off on each TCP socket of the process
+(attnviz/ui/transport.py), tested on the same kernel as the server with real sockets; and a
+session's events handed to a real asyncio event loop in batches, in order (attnviz/ui/compat.py's
+``batched_hand_off``).
 
 Streamlit 1.67 makes its listening socket as ``socket.socket(family=...)``, without the protocol
 number, so asyncio does not turn Nagle off on the connections it accepts; these tests make theirs
@@ -19,7 +20,7 @@ import pytest
 from streamlit.runtime.app_session import AppSession
 from streamlit.testing.v1 import AppTest
 
-from attnviz.ui import transport
+from attnviz.ui import compat, transport
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 
@@ -50,9 +51,13 @@ def listener():
 
 @pytest.fixture
 def fresh(monkeypatch):
-    """transport.install() as in a process that has not run it yet (undone afterwards)."""
-    monkeypatch.setattr(transport, "_done", False)
-    monkeypatch.setattr(AppSession, "_call_soon_on_event_loop", transport._streamlit_hand_over)
+    """The app's patches as in a process that has not installed them yet (undone afterwards)."""
+    original = compat._original.get("_call_soon_on_event_loop")
+    if original is not None:
+        monkeypatch.setattr(AppSession, "_call_soon_on_event_loop", original)
+    monkeypatch.setattr(compat, "_state", {})
+    monkeypatch.setattr(compat, "_nodelay_done", threading.Event())
+    monkeypatch.delenv(compat.ENV, raising=False)
 
 
 def test_a_listening_socket_hands_nodelay_to_what_it_accepts(listener):
@@ -61,16 +66,19 @@ def test_a_listening_socket_hands_nodelay_to_what_it_accepts(listener):
     assert _nodelay(sock) and _nodelay(connect())
 
 
-def test_install_sets_the_listener_and_the_connections_already_open(listener, fresh):
+def test_nodelay_all_sets_the_listener_and_the_connections_already_open(listener):
     sock, connect = listener
     early = connect()  # a first visitor, connected before the first page run
-    assert transport.install() >= 3  # the listener, and both ends of the connection
+    assert transport.nodelay_all() >= 3  # the listener, and both ends of the connection
     assert _nodelay(sock) and _nodelay(early) and _nodelay(connect())
 
 
-def test_install_runs_once_per_process(listener, fresh):
-    assert transport.install() > 0
-    assert transport.install() == 0
+def test_the_nodelay_patch_runs_once_per_process(listener, fresh, monkeypatch):
+    calls = []
+    monkeypatch.setattr(transport, "nodelay_all", lambda: calls.append(1) or 3)
+    assert compat.install(("nodelay",)) == {"nodelay": True}
+    assert compat.install(("nodelay",)) == {"nodelay": True}
+    assert calls == [1]
 
 
 @pytest.mark.parametrize("kind", ["pipe", "udp", "unix"])
@@ -159,7 +167,7 @@ def test_events_handed_over_while_the_loop_is_busy_take_one_wakeup_and_keep_thei
     assert busy.wait(10)
     wakeups.clear()
     for i in range(100):  # a run's messages, from its own thread
-        transport.hand_over(session, lambda i=i: ran.append(i))
+        compat.hand_over(session, lambda i=i: ran.append(i))
     free.set()
     _settle(loop)
     assert ran == list(range(100))
@@ -172,7 +180,7 @@ def test_events_from_many_threads_each_run_once_in_each_threads_order(loop):
 
     def run(k: int) -> None:
         for i in range(200):
-            transport.hand_over(session, lambda i=i: ran.append((k, i)))
+            compat.hand_over(session, lambda i=i: ran.append((k, i)))
 
     threads = [threading.Thread(target=run, args=(k,)) for k in range(4)]
     for t in threads:
@@ -188,18 +196,31 @@ def test_events_from_many_threads_each_run_once_in_each_threads_order(loop):
 def test_an_event_that_fails_leaves_the_others_running(loop, caplog):
     loop, _ = loop
     session, ran = _Session(loop), []
-    transport.hand_over(session, lambda: ran.append(1))
-    transport.hand_over(session, lambda: 1 / 0)
-    transport.hand_over(session, lambda: ran.append(2))
+    compat.hand_over(session, lambda: ran.append(1))
+    compat.hand_over(session, lambda: 1 / 0)
+    compat.hand_over(session, lambda: ran.append(2))
     _settle(loop)
-    transport.hand_over(session, lambda: ran.append(3))  # and the queue still works
+    compat.hand_over(session, lambda: ran.append(3))  # and the queue still works
     _settle(loop)
     assert ran == [1, 2, 3]
     assert "a session's event failed" in caplog.text
 
 
-def test_the_app_hands_events_over_in_batches(fresh):
+def test_the_app_hands_events_over_in_batches(fresh, loop):
+    """After app.py's first run, Streamlit's own hand-off (what every message of a run goes
+    through) queues a busy loop's events behind one wake-up."""
     at = AppTest.from_file(APP, default_timeout=90)
     at.run()
     assert not at.exception
-    assert AppSession._call_soon_on_event_loop is transport.hand_over
+    loop, wakeups = loop
+    session, ran = _Session(loop), []
+    busy, free = threading.Event(), threading.Event()
+    loop.call_soon_threadsafe(lambda: (busy.set(), free.wait(10)))
+    assert busy.wait(10)
+    wakeups.clear()
+    for i in range(50):
+        AppSession._call_soon_on_event_loop(session, lambda i=i: ran.append(i))
+    free.set()
+    _settle(loop)
+    assert ran == list(range(50))
+    assert len(wakeups) == 2  # unbatched, Streamlit wakes the loop 50 times

@@ -7,11 +7,12 @@
   component that reports the window size, sends the keyboard's moves and keeps the teacher's token).
 - ``cached`` (every cache: ``st.cache_data`` with a TTL and a byte budget) and ``current`` (the
   example on screen, as one typed value).
-- ``boundary`` (the error boundary of pages and callbacks), ``shield`` (control messages a visitor
-  must not act on), ``safe`` (visitor text as text), ``_controls`` (widget groups that return their
+- ``boundary`` (the error boundary of pages and callbacks), ``compat`` (every change to Streamlit's
+  internals, each checked at start-up), ``settings`` (the security and resource settings, verified
+  at start-up), ``safe`` (visitor text as text), ``_controls`` (widget groups that return their
   values, every value checked).
 - ``warm`` (a replica loads what a first visitor's clicks would, then runs Streamlit in that process)
-  and ``resume`` (a session rebuilt on another replica after a failover: its first click counts).
+  and ``transport`` (the server's sockets send at once).
 - ``edit`` (editor cells -> arrays), ``link`` (the shareable URL), ``export`` (snippet, JSON, .npy):
   pure helpers without streamlit, tested on their own.
 """

@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import sys
 import time
+from importlib.metadata import entry_points
 
 import numpy as np
 import pandas as pd
 
 from attnviz import examples, figures, sandbox, trace
-from attnviz.ui import longlived, resume
+from attnviz.ui import compat, longlived
 
 
 def warm_up() -> dict[str, float]:
@@ -49,13 +50,20 @@ def warm_up() -> dict[str, float]:
 
 
 def _arrow(frame: pd.DataFrame) -> bytes:
-    from streamlit import dataframe_util  # what st.dataframe and st.data_editor run
+    """A table as Arrow IPC bytes, as st.dataframe and st.data_editor send it (pyarrow's API)."""
+    import pyarrow as pa
 
-    return dataframe_util.convert_pandas_df_to_arrow_bytes(frame)
+    table = pa.Table.from_pandas(frame)
+    sink = pa.BufferOutputStream()
+    with pa.RecordBatchStreamWriter(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
 
 
 def main(argv: list[str]) -> None:
-    resume.install()  # before the first request: a failover's first click counts
+    # before the first request (a failover's first click counts); TCP_NODELAY waits for app.py's
+    # first run, once the listening socket exists
+    compat.install(tuple(name for name in compat.PATCHES if name != "nodelay"))
     took = warm_up()
     longlived.freeze()  # what the warm-up loaded stays out of the collector's full passes
     print(
@@ -63,10 +71,9 @@ def main(argv: list[str]) -> None:
         + ", ".join(f"{name} {seconds:.2f} s" for name, seconds in took.items()),
         flush=True,
     )
-    from streamlit.web import cli
-
+    (command,) = entry_points(group="console_scripts", name="streamlit")  # the `streamlit` command
     sys.argv = ["streamlit", *argv]
-    cli.main(prog_name="streamlit")
+    command.load()(prog_name="streamlit")
 
 
 if __name__ == "__main__":
