@@ -26,12 +26,14 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 from torch import Tensor
-from torch.overrides import TorchFunctionMode
 
 from attnviz import tolerance
 from attnviz.exercises import rules
+from attnviz.exercises.answer_key import HINT as ANSWER_KEY_HINT
+from attnviz.exercises.answer_key import Watch
 from attnviz.exercises.cases import dtype_name
 from attnviz.exercises.explain import explain
+from attnviz.exercises.probe import DtypeChange, Probe, dtype_change, dtype_key
 from attnviz.exercises.result import NOT_ATTEMPTED, CheckResult, Status
 
 
@@ -144,6 +146,19 @@ COMMON: dict[str, Entry] = {
         "`torch.tensor(...)` is float32 unless you say otherwise: pass `dtype=` (and `device=`) "
         "from an input, or build the result from the inputs themselves.",
     ),
+    "converted_dtype": Entry(
+        "",
+        "Your numbers are right; only the dtype is off, because your code converts it: `.float()`, "
+        "`.double()`, `.half()`, `.to(dtype)` and `.type(...)` give that dtype whatever the inputs "
+        "are. Leave the dtype alone (products and sums keep it), or convert back to an input's "
+        "own dtype (`.to(net_output.dtype)`).",
+    ),
+    "dtype_changed": Entry(
+        "",
+        "Your numbers are right; only the dtype is off: the result should have the inputs' dtype. "
+        "Print `.dtype` after each step of your function to see where it changes.",
+    ),
+    "answer_key": Entry("", ANSWER_KEY_HINT),  # a rule names it (see answer_key)
     "python_loop": Entry(
         "",
         "A Python loop runs one small operation per sentence or word, which is slow on real "
@@ -167,6 +182,8 @@ class Outcome:
     keys: tuple[str, ...] = ()  # mistakes the judge itself recognised
     ops: int = 0  # torch operations the call ran
     failed_op: tuple[str, tuple[tuple[int, ...], ...]] | None = None
+    changes: tuple[DtypeChange, ...] = ()  # where a dtype was made or converted (the probe's)
+    answer_key: str = ""  # the library answer the call used, e.g. "attnviz.weighted_sum"
 
 
 @dataclass(frozen=True)
@@ -185,48 +202,18 @@ class NotAttempted(Exception):
     """The student's function still raises NotImplementedError."""
 
 
-class Probe(TorchFunctionMode):
-    """Counts the torch operations a call runs (nested ones excluded) and remembers the last one
-    that raised, with its operands' shapes."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.ops = 0
-        self.failed: tuple[str, tuple[tuple[int, ...], ...]] | None = None
-        self.failed_exc: BaseException | None = None
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        self.ops += 1
-        try:
-            return func(*args, **(kwargs or {}))
-        except Exception as exc:
-            name = getattr(func, "__name__", str(func))
-            shapes = tuple(tuple(a.shape) for a in _flat(args) if isinstance(a, Tensor))
-            self.failed, self.failed_exc = (name, shapes), exc
-            raise
-
-
-def _flat(args: Sequence[object]) -> list[object]:
-    out: list[object] = []
-    for a in args:
-        if isinstance(a, list | tuple):
-            out += _flat(a)
-        else:
-            out.append(a)
-    return out
-
-
 # --------------------------------------------------------------------------------------------
 # Calling and judging
 
 
 def call(fn: Callable, case: Case) -> Outcome:
-    """Run the student's function on one case; catch what it raises and what it modifies."""
+    """Run the student's function on one case; catch what it raises and what it modifies, and
+    observe what it did (torch operations, dtype changes, a call of the library's answer)."""
     before = [a.detach().clone() if isinstance(a, Tensor) else None for a in case.args]
     out = Outcome(case)
-    probe = Probe()
+    probe, watch = Probe(), Watch()
     try:  # grad mode on, and restored afterwards whatever the student's code does to it
-        with torch.enable_grad(), probe:
+        with torch.enable_grad(), probe, watch:
             out.output = fn(*case.args)
     except NotImplementedError as exc:
         raise NotAttempted from exc
@@ -234,9 +221,9 @@ def call(fn: Callable, case: Case) -> Outcome:
         out.kind, out.exc = Kind.EXCEPTION, exc
         if probe.failed is not None and _caused_by(exc, probe.failed_exc):
             out.failed_op = probe.failed
-        out.ops = probe.ops
+        out.ops, out.answer_key = probe.ops, watch.called
         return out
-    out.ops = probe.ops
+    out.ops, out.changes, out.answer_key = probe.ops, tuple(probe.changes), watch.called
     out.mutated = tuple(
         name
         for name, a, b in zip(case.names, case.args, before, strict=True)
@@ -319,6 +306,17 @@ def judge_tensor(out: Outcome) -> Outcome:
             f"your result is {dtype_name(got.dtype)} but the inputs are {dtype_name(want.dtype)}: "
             f"the result should keep the inputs' dtype."
         )
+        change = dtype_change(out.changes, got)
+        if change is not None and change.source is not None:
+            out.detail += (
+                f" Your code converted {dtype_name(change.source)} to "
+                f"{dtype_name(change.dtype)} with {change.how}."
+            )
+        elif change is not None:
+            out.detail += (
+                f" Your code made a new tensor with {change.how}, which is "
+                f"{dtype_name(change.dtype)} because no `dtype=` was given."
+            )
         return out
     if got.device != want.device:
         out.kind = Kind.DEVICE
@@ -478,8 +476,16 @@ def not_a_function(name: str, fn: object, arg_names: str) -> CheckResult:
     )
 
 
-def not_attempted(name: str, total: int) -> CheckResult:
-    return CheckResult(name, Status.NOT_ATTEMPTED, NOT_ATTEMPTED, cases_total=total)
+def not_attempted(name: str, total: int, function: str = "") -> CheckResult:
+    return CheckResult(
+        name, Status.NOT_ATTEMPTED, NOT_ATTEMPTED, cases_total=total, function=function
+    )
+
+
+def function_name(fn: object, ex: Exercise) -> str:
+    """The name the student gave the function (for the result's header), or the exercise's."""
+    name = getattr(fn, "__name__", "")
+    return name if isinstance(name, str) and name.isidentifier() else ex.name
 
 
 def _judge(ex: Exercise, o: Outcome) -> Outcome:
@@ -501,6 +507,7 @@ def run(ex: Exercise, fn: object, cases: list[Case]) -> CheckResult:
 
     if not callable(fn):
         return not_a_function(ex.name, fn, ex.arg_names)
+    name = function_name(fn, ex)
     outcomes: list[Outcome] = []
     try:
         for case in cases:
@@ -509,7 +516,11 @@ def run(ex: Exercise, fn: object, cases: list[Case]) -> CheckResult:
                 o = _judge(ex, o)
             outcomes.append(o)
     except NotAttempted:
-        return not_attempted(ex.name, len(cases))
+        return not_attempted(ex.name, len(cases), name)
+    used = next((o.answer_key for o in outcomes if o.answer_key), "")
+    if used:
+        msg = f"Not quite yet: your function calls `{used}`.\n\n{ex.mistakes['answer_key'].hint}"
+        return CheckResult(ex.name, Status.FAILED, msg, "answer_key", 0, len(cases), name)
     loop = rules.find_loop(fn, outcomes) if ex.no_loop else ""
     passed = [o for o in outcomes if o.ok]
     failed = [o for o in outcomes if not o.ok]
@@ -521,13 +532,13 @@ def run(ex: Exercise, fn: object, cases: list[Case]) -> CheckResult:
             f"Not quite yet: your function gives the right answer on all {n} cases, but the task "
             f"says no Python loop. {loop}\n\n{entry.hint}\n\n{listing}"
         )
-        return CheckResult(ex.name, Status.FAILED, msg, "python_loop", n, n)
+        return CheckResult(ex.name, Status.FAILED, msg, "python_loop", n, n, name)
     if not failed:
         notes = sorted({o.note for o in outcomes if o.note})
         msg = f"All {n} cases passed. Well done!"
         if notes:
             msg += "\n" + "\n".join(notes)
-        return CheckResult(ex.name, Status.PASSED, msg + "\n" + listing, None, n, n)
+        return CheckResult(ex.name, Status.PASSED, msg + "\n" + listing, None, n, n, name)
 
     first = failed[0]
     status = Status.ERROR if first.kind is Kind.EXCEPTION else Status.FAILED
@@ -563,7 +574,7 @@ def run(ex: Exercise, fn: object, cases: list[Case]) -> CheckResult:
             key = None
     text = ""
     if key is None and all(o.kind is Kind.DTYPE for o in failed):
-        key, text = "wrong_dtype", ""
+        key, text = dtype_key([dtype_change(o.changes, o.output) for o in failed]), ""
     if key is None:
         try:
             key, text = observe(passed, failed, outcomes)
@@ -583,4 +594,4 @@ def run(ex: Exercise, fn: object, cases: list[Case]) -> CheckResult:
     if loop:
         parts.append(f"\nAlso: the task says no Python loop. {loop}")
     parts.append("\n" + listing)
-    return CheckResult(ex.name, status, "\n".join(parts), key, len(passed), n)
+    return CheckResult(ex.name, status, "\n".join(parts), key, len(passed), n, name)

@@ -132,9 +132,10 @@ def explain(
         )
     elif m:
         a, b = int(m.group(1)), int(m.group(2))
-        table = ""
+        table, ndims = "", set()
         if failed_op is not None and len(failed_op[1]) >= 2:
             table = alignment_table(_operands(failed_op[1], inputs))
+            ndims = {len(s) for s in failed_op[1]}
         lines.append(
             "\nThis is a broadcasting error. PyTorch lines shapes up from the RIGHT and compares "
             "them axis by axis; two sizes fit when they are equal or one of them is 1 (a size-1 "
@@ -142,12 +143,22 @@ def explain(
             + (f" The operands of {op}, right-aligned:\n\n{table}\n" if table else "")
         )
         what = op if op else "the operation on that line"
-        lines.append(
+        met = (
             f"In {what} a size {letters_for(sizes, a)} met a size {letters_for(sizes, b)}: "
-            f"neither is 1, so they cannot broadcast. Print the shapes of its two operands, "
-            f"right-align them, and give the shorter one a size-1 axis where the other has an "
-            f"axis it should not meet."
+            f"neither is 1, so they cannot broadcast."
         )
+        if len(ndims) == 1:  # as many axes on both sides: none is missing, one is misplaced
+            n = ndims.pop()
+            lines.append(
+                f"{met} Both operands have {n} axes, so no axis is missing: one sits in the wrong "
+                f"place. Read the table column by column: each axis must meet the same kind of "
+                f"axis (words with words), or a size-1 axis that stretches to it."
+            )
+        else:
+            lines.append(
+                f"{met} Print the shapes of its operands, right-align them, and give the one with "
+                f"fewer axes a size-1 axis where the other has an axis it should not meet."
+            )
     elif m2:
         lines.append(
             "\n`expand` lines shapes up from the RIGHT, like broadcasting: it can only stretch "
@@ -194,17 +205,29 @@ def explain(
     return "\n".join(lines)
 
 
+_ORDINALS = ("1st", "2nd", "3rd")
+
+
 def _operands(
     shapes: tuple[tuple[int, ...], ...], inputs: tuple[tuple[str, tuple[int, ...]], ...]
 ) -> list[tuple[str, tuple[int, ...]]]:
-    """Name each operand: the input it has the shape of (when only one has), else its position."""
+    """Name each operand: the input it has the shape of (when only one has); else the input it
+    is with size-1 axes added ("att_scores, new axis", when only one is); else its position."""
     out = []
     for i, shape in enumerate(shapes):
         names = [n for n, s in inputs if tuple(s) == tuple(shape)]
+        grown = [
+            n for n, s in inputs if len(shape) > len(s) and _without_ones(shape) == _without_ones(s)
+        ]
         if len(names) == 1:
             out.append((names[0], shape))
-        elif len(shapes) == 2:
-            out.append(("left" if i == 0 else "right", shape))
+        elif not names and len(grown) == 1:
+            out.append((f"{grown[0]}, new axis", shape))
         else:
-            out.append((f"operand {i + 1}", shape))
+            place = _ORDINALS[i] if i < len(_ORDINALS) else f"{i + 1}th"
+            out.append((f"{place} operand", shape))
     return out
+
+
+def _without_ones(shape: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(s for s in shape if s != 1)

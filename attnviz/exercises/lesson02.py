@@ -10,9 +10,19 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
-from attnviz import examples
+from attnviz import examples, tolerance
 from attnviz.exercises.cases import distinct_sizes, expected_of, rng_and_generator
-from attnviz.exercises.engine import COMMON, Case, Entry, Exercise, judge_tensor, lift, run
+from attnviz.exercises.engine import (
+    COMMON,
+    Case,
+    Entry,
+    Exercise,
+    Kind,
+    Outcome,
+    judge_tensor,
+    lift,
+    run,
+)
 from attnviz.exercises.result import CheckResult
 
 # --------------------------------------------------------------------------------------------
@@ -104,7 +114,7 @@ _NEW_AXIS = (
 WEIGHTED: dict[str, Entry] = {
     "forgot_new_axis": Entry("forgot `[..., None]`", _NEW_AXIS, lambda x, w: (x * w).sum(dim=1)),
     "axis_in_middle": Entry(
-        "put the new axis in the middle (`[:, None]`) instead of at the end",
+        "put the new axis in the middle (`[:, None]` or `unsqueeze(1)`) instead of at the end",
         "att_scores became (B, 1, T), so its words met net_output's hidden axis (silently when "
         "T == H). The size-1 axis has to be the last one: (B, T, 1).",
         lambda x, w: (x * w[:, None]).sum(dim=1),
@@ -273,9 +283,22 @@ MASKED: dict[str, Entry] = {
         lambda x, w, m: _ws(x, w.masked_fill(~m, float("-inf"))),
     ),
     "renormalised": Entry(
-        "renormalised the weights over the real words",
-        "Keep the weights as given and just leave the padding out; don't divide by their sum.",
-        lambda x, w, m: _masked_ws(x, w, m) / (w * m).sum(dim=1, keepdim=True),
+        "renormalised the weights: divided them by their sum (over the real words, or all words)",
+        "The weights are given as they are and need not sum to 1: padding only takes their "
+        "weight to zero, it does not share it out among the real words. Don't divide by a sum.",
+        (
+            lambda x, w, m: _masked_ws(x, w, m) / (w * m).sum(dim=1, keepdim=True),
+            lambda x, w, m: _masked_ws(x, w, m) / w.sum(dim=1, keepdim=True),
+        ),  # and however a zero sum is guarded: _judge_masked
+    ),
+    "softmax_over_real_words": Entry(
+        "took a softmax of att_scores over the real words",
+        "Here att_scores are already the weights: use them as they are, and only give the padding "
+        "weight zero. (-inf before a softmax is the trick for raw scores, not for weights.)",
+        (
+            lambda x, w, m: _ws(x, w.masked_fill(~m, float("-inf")).softmax(dim=1)),
+            lambda x, w, m: _ws(x, w.masked_fill(~m, float("-inf")).softmax(dim=1).nan_to_num()),
+        ),
     ),
     "masked_after_sum": Entry(
         "applied the mask after summing",
@@ -285,11 +308,38 @@ MASKED: dict[str, Entry] = {
     ),
 } | lift(WEIGHTED, lambda f: lambda x, w, mask: f(x, w * mask))
 
+
+def _renormalised(o: Outcome) -> bool:
+    """The wrong result is the answer divided, sentence by sentence, by the sum of the weights (of
+    the real words, or of all words), however the division was guarded against a zero sum: checked
+    on the sentences whose sum is clearly nonzero, at least one of them with two real words or more
+    and a sum clearly not 1 (one real word renormalised gets weight 1, as a softmax would give)."""
+    _, w, m = (a.detach().to("cpu") for a in o.case.args)
+    got = o.output.detach().to("cpu", torch.float64)  # (B,H)
+    want = o.case.expected.detach().to("cpu")  # (B,H)
+    for sums in ((w.double() * m).sum(dim=1), w.double().sum(dim=1)):  # (B,)
+        rows = sums.abs() > 0.1
+        telling = rows & ((sums - 1).abs() > 0.05) & (m.sum(dim=1) >= 2)
+        if telling.any():
+            scaled = (got[rows] * sums[rows, None]).to(want.dtype)  # (rows,H)
+            if tolerance.close(scaled, want[rows]):
+                return True
+    return False
+
+
+def _judge_masked(o: Outcome) -> Outcome:
+    """judge_tensor, naming a renormalisation of the weights however it was written."""
+    o = judge_tensor(o)
+    if o.kind is Kind.VALUES and _renormalised(o):
+        o.keys = ("renormalised",)
+    return o
+
+
 _MASKED = Exercise(
     "masked_weighted_sum",
     "net_output, att_scores, mask",
     COMMON | MASKED,
-    judge_tensor,
+    _judge_masked,
     no_loop=True,
 )
 

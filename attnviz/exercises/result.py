@@ -41,7 +41,9 @@ NOT_ATTEMPTED = (
 @dataclass(frozen=True, repr=False)
 class CheckResult:
     """What a checker found: ``passed`` (bool), ``status``, ``message``, ``mistake`` (the key of
-    the recognised mistake, e.g. "wrong_axis", or None), ``cases_passed`` of ``cases_total``."""
+    the recognised mistake, e.g. "wrong_axis", or None), ``cases_passed`` of ``cases_total``, and
+    ``function``: the name of the student's function that was checked (the header shows it; the
+    exercise's own name where the function has none, e.g. a lambda)."""
 
     exercise: str
     status: Status
@@ -49,6 +51,7 @@ class CheckResult:
     mistake: str | None = None
     cases_passed: int = 0
     cases_total: int = 0
+    function: str = ""
 
     def __post_init__(self) -> None:
         try:
@@ -65,7 +68,7 @@ class CheckResult:
 
     @property
     def title(self) -> str:
-        return f"{_ICONS[self.status]} {self.exercise}: {self.status.value}"
+        return f"{_ICONS[self.status]} {self.function or self.exercise}: {self.status.value}"
 
     def __str__(self) -> str:
         return f"{self.title}\n{self.message}"
