@@ -11,9 +11,18 @@ Keys, all under ``attnviz:`` and all expiring with their class (Redis deletes th
     attnviz:h:{key}:{until}   rate-limit counter for one window
 
 Every check-then-write is one Lua script, so it is atomic on the server.
+
+Ending a class (``delete``, ``purge``) deletes its keys and the rate-limit counters that name it,
+then asks Redis to rewrite what it keeps on disk: an append-only file would otherwise keep every
+write the class made until its next automatic rewrite, and an RDB snapshot the class as it was at
+the last save. Where the server refuses (a managed Redis may disable the commands), the keys are
+still gone from memory at once, and from disk at the server's next rewrite or save.
 """
 
 from __future__ import annotations
+
+import contextlib
+import time
 
 import redis
 
@@ -21,6 +30,7 @@ from attnviz.classroom.store import ClassRecord, Phase
 
 _P = "attnviz:"
 _INDEX = _P + "classes"
+REWRITE_WAITS = 60  # x 50 ms: how long an end of class waits for a running rewrite
 
 _CREATE = """
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
@@ -175,15 +185,43 @@ class RedisStore:
         return self._r.hgetall(f"{_P}a:{code}:{question}")
 
     def delete(self, code: str) -> bool:
-        keys = [_P + "c:" + code, _P + "m:" + code, _P + "q:" + code, _INDEX]
-        return self._delete(keys=keys, args=[code, f"{_P}a:{code}:"]) == 1
+        gone = self._forget(code)
+        self._scrub()
+        return gone
 
     def purge(self, now: float) -> int:
         gone = 0
         for code in self._r.zrangebyscore(_INDEX, "-inf", now):
-            self.delete(code)
+            self._forget(code)
             gone += 1
+        if gone:
+            self._scrub()
         return gone
+
+    def _forget(self, code: str) -> bool:
+        """Delete the class's keys and every rate-limit counter naming it (answer:{code}:...)."""
+        keys = [_P + "c:" + code, _P + "m:" + code, _P + "q:" + code, _INDEX]
+        gone = self._delete(keys=keys, args=[code, f"{_P}a:{code}:"]) == 1
+        hits = list(self._r.scan_iter(match=f"{_P}h:*{code}*", count=1000))
+        if hits:
+            self._r.delete(*hits)
+        return gone
+
+    def _scrub(self) -> None:
+        """Have Redis rewrite its files without the deleted keys: the append-only file when it
+        keeps one, a new snapshot when it saves them (a running rewrite or save is followed by
+        another). Best effort: a server that refuses keeps them until its own next rewrite."""
+        with contextlib.suppress(redis.ResponseError):
+            if self._r.info("persistence").get("aof_enabled"):
+                # a rewrite already running copies what was there before this delete, and Redis
+                # refuses a second one meanwhile: wait for it (a small store rewrites in ms)
+                for _ in range(REWRITE_WAITS):
+                    if not self._r.info("persistence").get("aof_rewrite_in_progress"):
+                        break
+                    time.sleep(0.05)
+                self._r.bgrewriteaof()
+            if self._r.config_get("save").get("save"):
+                self._r.bgsave(schedule=True)
 
     def hit(self, key: str, window_s: int, now: float) -> int:
         until = (int(now) // window_s + 1) * window_s

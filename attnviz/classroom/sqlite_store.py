@@ -7,6 +7,11 @@ new connection per poll, ~85 KB each that was never given back, measured: a repl
 following students grew by 4 MiB a second.) Each write is one ``BEGIN IMMEDIATE`` transaction (a
 write lock taken up front, so a check and the write after it cannot interleave with another
 process's), with a busy timeout instead of an error when another writer holds the lock.
+
+Ending a class leaves none of it in the files: every connection deletes with ``secure_delete`` (the
+freed bytes are overwritten with zeros, not just unlinked), the rate-limit counters that name the
+class go with it, and a ``wal_checkpoint(TRUNCATE)`` then copies the zeroed pages into the database
+and empties the write-ahead log, which would otherwise keep old copies of every row it saw.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -63,6 +69,7 @@ class SQLiteStore:
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")
         db.execute("PRAGMA busy_timeout=10000")
+        db.execute("PRAGMA secure_delete=ON")  # a deleted row's bytes are zeroed, not left free
         with self._lock:
             self.opened += 1
         return db
@@ -233,7 +240,9 @@ class SQLiteStore:
 
     def delete(self, code: str) -> bool:
         with self._tx() as db:
-            return _delete(db, code)
+            gone = _delete(db, code)
+        self._scrub()
+        return gone
 
     def purge(self, now: float) -> int:
         with self._tx() as db:
@@ -243,7 +252,9 @@ class SQLiteStore:
             for code in codes:
                 _delete(db, code)
             db.execute("DELETE FROM hits WHERE until <= ?", (now,))
-            return len(codes)
+        if codes:
+            self._scrub()
+        return len(codes)
 
     def hit(self, key: str, window_s: int, now: float) -> int:
         until = (int(now) // window_s + 1) * window_s
@@ -263,10 +274,25 @@ class SQLiteStore:
 
     def _delete_expired(self, code: str, now: float) -> None:
         with self._tx() as db:
-            if db.execute(
+            expired = db.execute(
                 "SELECT 1 FROM classes WHERE code = ? AND expires <= ?", (code, now)
-            ).fetchone():
+            ).fetchone()
+            if expired:
                 _delete(db, code)
+        if expired:
+            self._scrub()
+
+    def _scrub(self, tries: int = 5) -> bool:
+        """Copy every committed page into the database and empty the write-ahead log, so that no
+        old copy of a deleted row stays in it. Waits (the busy timeout) for writers, and retries
+        while another process is still reading an older snapshot; True when the log is empty."""
+        for attempt in range(tries):
+            with self._db() as db:
+                (busy, *_) = db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            if not busy:
+                return True
+            time.sleep(0.05 * (attempt + 1))
+        return False
 
 
 def _live(db: sqlite3.Connection, code: str, now: float) -> bool:
@@ -280,6 +306,8 @@ def _delete(db: sqlite3.Connection, code: str) -> bool:
     cur = db.execute("DELETE FROM classes WHERE code = ?", (code,))
     db.execute("DELETE FROM members WHERE code = ?", (code,))
     db.execute("DELETE FROM answers WHERE code = ?", (code,))
+    # rate-limit counters that name the class (answer:{code}:{student}, ...)
+    db.execute("DELETE FROM hits WHERE instr(key, ?) > 0", (code,))
     db.execute("DELETE FROM presenters WHERE code = ?", (code,))
     return cur.rowcount == 1
 

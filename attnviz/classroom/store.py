@@ -106,11 +106,15 @@ class Store(Protocol):
         ...
 
     def delete(self, code: str) -> bool:
-        """Remove the class, its members and all its answers; False when there was none."""
+        """Remove the class, its members, all its answers and every rate-limit counter whose key
+        holds its code (``answer:{code}:{student}``, ...), and leave no copy of them in the
+        store's files (SQLite: zeroed and checkpointed; Redis: its files rewritten); False when
+        there was none."""
         ...
 
     def purge(self, now: float) -> int:
-        """Delete every expired class with its data; returns how many."""
+        """Delete every expired class as ``delete`` does, and the rate-limit counters whose
+        window has passed; returns how many classes."""
         ...
 
     def hit(self, key: str, window_s: int, now: float) -> int:
