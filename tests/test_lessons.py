@@ -92,6 +92,17 @@ def test_unbalanced_markers_are_refused(code):
         build.strip_solutions(code, student=True)
 
 
+def test_lesson_2_states_exercise_1_without_giving_its_answer():
+    """The student notebook's text (every cell but the stubs' bodies) never writes out the weighted
+    sum or its einsum spec: the walk-through and the gallery that show them wait for the check."""
+    nb = _nb().read(LESSONS / "02_aggregation.ipynb", as_version=4)
+    text = "\n".join(c.source for c in nb.cells)
+    for answer in ("att_scores[..., None]).sum", "w[..., None]).sum", "bth,bt->bh"):
+        assert answer not in text, answer
+    gated = [c.source for c in nb.cells if "trace.broadcast_steps" in c.source]
+    assert gated and all("if exercise_1_passed:" in c for c in gated)
+
+
 def test_every_exercise_has_a_check_in_both_versions():
     for source in SOURCES:
         student = _nb().read(LESSONS / f"{source.stem}.ipynb", as_version=4)
@@ -194,6 +205,7 @@ def _n_checks(nb: nbformat.NotebookNode) -> int:
 ANSWERS = {
     "01_broadcasting": ["expand(-1, -1, h)", "].expand(B, T, H)"],
     "02_aggregation": [
+        "att_scores[..., None]).sum",
         "bth,bt->bh",
         "bth,bh->bt",
         "upstream[:, None, :]).sum",

@@ -13,13 +13,16 @@ How a checker works (``attnviz.exercises.engine``, one engine for every exercise
 - it checks the type, then the exact shape, dtype and device, then the values (against a float64
   oracle, through ``attnviz.tolerance``), then that the inputs were not modified, then the rules the
   task states ("no Python loop", "the result keeps its gradient": ``attnviz.exercises.rules``);
+- a function that calls the library's own answer (``attnviz.weighted_sum``, ``attnviz.METHODS``,
+  ``attnviz.reference``, the fused kernels, the traces) is refused kindly: the call is observed
+  while it runs (``attnviz.exercises.answer_key``), not looked for in the source;
 - any exception the student's code raises is caught and explained, naming the torch operation that
   failed and its operands' shapes;
 - a mistake is recognised by computing what each known mistake (a registry ``{key: Entry}`` per
   exercise) gives on the same inputs and comparing, on every case, never by reading the code;
 - a stub that raises ``NotImplementedError`` is "not attempted";
 - messages name shapes, dtypes and the cases by name, and never print an expected value or the
-  solution.
+  solution; the result's header names the student's function (``result.function``).
 
 The checkers (each also takes ``seed=`` to repeat a run; ``CHECKERS`` maps names to them):
 

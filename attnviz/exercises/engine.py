@@ -2,9 +2,10 @@
 
 A checker builds fresh ``Case``s and an ``Exercise`` (its name, its registry of known mistakes
 ``{key: Entry}``, its judge, the rules the task states) and calls ``run``. ``run`` calls the
-student's function on every case under a ``Probe`` (which counts torch operations and remembers
-the one that raised), judges each ``Outcome`` (a ``Kind``), enforces the rules (no Python loop, the
-result keeps its gradient), then writes one ``CheckResult``:
+student's function on every case under a ``Probe`` (which counts torch operations, remembers the
+one that raised and where a dtype changed) and an ``answer_key.Watch`` (which sees a call of the
+library's own answer), judges each ``Outcome`` (a ``Kind``), enforces the rules (no answer key, no
+Python loop, the result keeps its gradient), then writes one ``CheckResult``:
 
 - a mistake is recognised by computing what each registered mistake gives on the same inputs and
   comparing with what the student's function gave, on every case (the passed ones too), never by

@@ -66,41 +66,56 @@ def weighted_sum(net_output: torch.Tensor, att_scores: torch.Tensor) -> torch.Te
 check_weighted_sum(weighted_sum)
 
 # %% [markdown]
-# ## 3. The one-liner, step by step
+# ## 3. The weighted sum, step by step
 #
-# The usual way to write it is `(net_output * att_scores[..., None]).sum(axis=1)`. Each step
-# below is computed by torch on the classic example; the colours share one scale, so they compare
-# across steps. Look for the step where the weights get their trailing axis, the
+# Once your `weighted_sum` passes, the cells below take the usual way of writing it apart, one
+# step at a time, each computed by torch on the classic example; the colours share one scale, so
+# they compare across steps. Look for the step where the weights get their trailing axis, the
 # stretch along hidden (cells marked ↔ are not stored: stride 0), and the sum that removes the
-# word axis.
+# word axis. These cells (and the gallery of §4) show the answer, so until Exercise 1 passes they
+# only say that they are waiting.
 
 # %%
+exercise_1_passed = check_weighted_sum(weighted_sum).passed  # §3 and §4 wait for it
 steps = trace.broadcast_steps(net_output, att_scores)
-print(f"On the classic example, (B, T, H) = {tuple(net_output.shape)}:")
-for step in steps:
-    print(f"{step.title:<36} {step.code:<48} shape {step.shape}")
+if exercise_1_passed:
+    print(f"The usual way, on the classic example, (B, T, H) = {tuple(net_output.shape)}:")
+    for step in steps:
+        print(f"{step.title:<36} {step.code:<48} shape {step.shape}")
+else:
+    print("The step-by-step walk-through appears here once Exercise 1 passes: run its check")
+    print("above until it does, then run this cell and the ones below again.")
 
 # %%
-story = figures.story_figures(steps)
-for step, fig in zip(steps, story, strict=True):
-    print(step.explanation)
-    fig.show()
+if exercise_1_passed:
+    story = figures.story_figures(steps)
+    for step, fig in zip(steps, story, strict=True):
+        print(step.explanation)
+        fig.show()
+else:
+    print(f"The {len(steps)} step figures appear here once Exercise 1 passes.")
 
 # %% [markdown]
 # ## 4. The wrong forms, run live
 #
-# Each form below is a real mistake. Some fail loudly with torch's error; the dangerous ones run
-# and give the wrong numbers. When the example has T != H, each wrong form that would be silent
-# with T == H is run a second time on a **T == H variant**: the same att_scores with net_output
-# cut to its first T hidden features, so that H = T. Each line says which inputs it ran on.
+# Each form below is a real mistake, shown beside the right one. Some fail loudly with torch's
+# error; the dangerous ones run and give the wrong numbers. When the example has T != H, each
+# wrong form that would be silent with T == H is run a second time on a **T == H variant**: the
+# same att_scores with net_output cut to its first T hidden features, so that H = T. Each line
+# says which inputs it ran on. Like §3, the gallery waits until Exercise 1 passes.
 
 # %%
 gallery = trace.mistakes(net_output, att_scores)
-for m in gallery:
-    b, t, h = m.input_shape
-    ran_on = f"on the T == H variant (B, T, H) = {(b, t, h)}" if m.variant else f"on {(b, t, h)}"
-    print(f"{m.outcome:<15} {m.code:<46} {ran_on}")
-figures.mistakes_figure(gallery)
+if exercise_1_passed:
+    for m in gallery:
+        shape = m.input_shape  # (B, T, H)
+        ran_on = f"on the T == H variant (B, T, H) = {shape}" if m.variant else f"on {shape}"
+        print(f"{m.outcome:<15} {m.code:<46} {ran_on}")
+    figures.mistakes_figure(gallery).show()
+else:
+    silent = sum(m.silent for m in gallery)
+    print(f"The gallery of {len(gallery)} forms ({silent} of them silently wrong) appears here")
+    print("once Exercise 1 passes.")
 
 # %% [markdown]
 # ## 5. The same sum, two more ways
@@ -240,8 +255,9 @@ check_masked_weighted_sum(masked_weighted_sum)
 #
 # ### Exercise 6: the gradient of the weights, by hand
 #
-# Let `weighted = (net_output * att_scores[..., None]).sum(dim=1)` and let `grad_weighted` (B, H) be
-# the gradient of the loss with respect to `weighted`. Write `weights_grad(net_output,
+# Let `weighted` be Exercise 1's weighted sum, `weighted[b, h] = Σ_t att_scores[b, t] ·
+# net_output[b, t, h]`, and let `grad_weighted` (B, H) be the gradient of the loss with respect to
+# `weighted`. Write `weights_grad(net_output,
 # grad_weighted)` → the gradient with respect to `att_scores`, shape (B, T): what autograd would
 # put in `att_scores.grad`. Work it out with broadcasting (no Python loop); you can compare with
 # autograd in the cell after the check.
@@ -262,7 +278,7 @@ check_weights_grad(weights_grad)
 # Compare with autograd on the classic example (2, 3, 5), once your function is written.
 w = att_scores.clone().requires_grad_(True)
 upstream = torch.randn(2, 5)  # (B, H)
-(net_output * w[..., None]).sum(dim=1).backward(upstream)
+attnviz.weighted_sum(net_output, w).backward(upstream)  # the library's weighted sum
 try:
     mine = weights_grad(net_output, upstream)
 except NotImplementedError:
@@ -300,9 +316,11 @@ figure.show()
 # %% [markdown]
 # ## Summary
 #
-# - `(net_output * att_scores[..., None]).sum(dim=1)`: the new axis lines words up with words, the
-#   product stretches each weight along hidden (stride 0, no copy), the sum removes the word axis.
-# - einsum (`"bth,bt->bh"`) and a batched matrix product compute the same thing.
+# - The weighted sum in one line: a trailing size-1 axis on the weights lines words up with words,
+#   the product stretches each weight along hidden (stride 0, no copy), and a sum over the word
+#   axis removes it.
+# - einsum (one letter per axis, the summed letter left out after `->`) and a batched matrix
+#   product compute the same thing.
 # - Softmax over the **words** turns raw scores into weights; subtract the maximum for stability.
 # - A mask zeroes the weights of padding (don't use -inf unless a softmax follows).
 # - Backward, a broadcast becomes a sum and a sum becomes a broadcast.
