@@ -1,0 +1,82 @@
+"""Every page in a real browser, as a first visitor sees it: drawn, no exception box, no traceback.
+
+Cheap on purpose (one server, one tab, one load a page): .ci/run also runs it in the environment of
+the lowest versions requirements.txt allows (scripts/lowest.py), where it is the browser smoke.
+The Playground's and the Walkthrough's behaviour in a browser: test_browser, test_live_browser.
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from scripts.chromium import CHROMIUM, CHROMIUM_ARGS
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parents[1]
+WAIT_MS = 90_000
+PAGES = {  # url path: an element only that page draws once its script has run
+    "": '[data-testid="stDataFrame"]',
+    "walkthrough": ".st-key-wt_next",
+    "performance": '[data-testid="stButton"]',
+}
+
+
+@pytest.fixture(scope="module")
+def url():
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"Debian's chromium is missing at {CHROMIUM} (apt-get install -y chromium)")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port)]
+    cmd += ["--server.address", "127.0.0.1", "--server.headless", "true"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                with urllib.request.urlopen(f"{base}/_stcore/health", timeout=2):
+                    break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail(f"streamlit did not start on {base} (exit code {proc.poll()})")
+                time.sleep(0.3)
+        yield base
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def tab(url):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1366, "height": 768})
+        yield page
+        browser.close()
+
+
+@pytest.mark.parametrize("path", list(PAGES), ids=lambda p: p or "playground")
+def test_every_page_is_drawn_without_an_error(tab, url, path):
+    tab.goto(f"{url}/{path}")
+    tab.wait_for_selector(PAGES[path], timeout=WAIT_MS)
+    tab.wait_for_selector(
+        '[data-testid="stApp"][data-test-script-state="notRunning"]',
+        state="attached",
+        timeout=WAIT_MS,
+    )
+    assert tab.locator('[data-testid="stException"]').count() == 0
+    text = tab.inner_text("body")
+    assert "Traceback" not in text and "has encountered an error" not in text
+    assert "not configured safely" not in text  # attnviz/ui/settings.py: every setting in force
