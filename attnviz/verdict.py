@@ -5,6 +5,10 @@
     v.mistake            # the known mistake it matches, or None
     v.wrong              # (B, H) bool: the cells that differ from the right answer
 
+    v = judge_expression(expr, trace, net_output, att_scores, mask=None, normalize=None)
+    # the same, and when the example's numbers match: the expression again on hidden inputs
+    # (``attnviz.hidden``); right on the example only -> Outcome.EXAMPLE_ONLY, with the reasons
+
 The right answer is the float64 reference ``weighted_sum(..., mask, normalize)``; every comparison
 goes through ``attnviz.tolerance``, the table the checkers use. A mistake is recognised by running
 each known wrong form on the same inputs and comparing numbers, never by reading the text: the
@@ -22,10 +26,10 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from attnviz import tolerance
+from attnviz import hidden, sandbox, tolerance
 from attnviz.aggregation import attention_weights, weighted_sum
 
-__all__ = ["MISTAKES", "Mistake", "Outcome", "Verdict", "judge"]
+__all__ = ["MISTAKES", "Mistake", "Outcome", "Verdict", "judge", "judge_expression"]
 
 RIGHT_CODE = "(net_output * att_scores[..., None]).sum(axis=1)"
 EQUIVALENT = (
@@ -38,6 +42,7 @@ class Outcome(enum.Enum):
     """What the answer is, compared with weighted (B, H)."""
 
     RIGHT = "right"
+    EXAMPLE_ONLY = "right on this example only"
     WRONG_NUMBERS = "right shape, wrong numbers"
     OTHER_SHAPE = "other shape"
     NOT_A_TENSOR = "not a tensor"
@@ -213,7 +218,9 @@ class Verdict:
     (None for a non-tensor). expected_shape: weighted's (B, H). mistake: the known mistake it
     matches (None if none); matches: every known mistake that gives these numbers on these
     sizes (e.g. unsqueeze(0) and no new axis broadcast alike), mistake first. wrong: (B, H) bool, the cells that differ (WRONG_NUMBERS only).
-    expected: the right answer (B, H), float64. max_abs_diff: largest |answer - expected|."""
+    expected: the right answer (B, H), float64. max_abs_diff: largest |answer - expected|.
+    reasons: (EXAMPLE_ONLY) why it matches here only, in words ("every weight ... is 1/T").
+    checked: the hidden inputs it was also run on, in words ("T == H (3, 4, 4)")."""
 
     outcome: Outcome
     message: str
@@ -224,6 +231,8 @@ class Verdict:
     wrong: Tensor | None = None
     expected: Tensor | None = None
     max_abs_diff: float | None = None
+    reasons: tuple[str, ...] = ()
+    checked: tuple[str, ...] = ()
 
     @property
     def right(self) -> bool:
@@ -330,4 +339,119 @@ def judge(
         wrong=wrong,
         expected=expected,
         max_abs_diff=diff,
+    )
+
+
+# ---- an expression, judged beyond the example ---------------------------------------------------
+
+
+def _uses(trace: sandbox.Trace, name: str) -> bool:
+    return any(step.op == "name" and step.source.strip() == name for step in trace.steps)
+
+
+def _run(expr: str, case: hidden.Case) -> Any:
+    """The expression's value on a hidden case, or the sandbox's SandboxError if it does not run."""
+    try:
+        return sandbox.evaluate(expr, case.variables()).result
+    except sandbox.SandboxError as exc:
+        return exc
+
+
+def _right(got: Any, case: hidden.Case, normalize: str | None) -> bool:
+    """got is weighted for the case (the float64 reference, the tolerance table): no mistake
+    recognition, which only the case shown to the student needs."""
+    if not isinstance(got, Tensor):
+        return False
+    i = _inputs(case.net_output, case.att_scores, case.mask, normalize)
+    return tolerance.close(got, weighted_sum(i.x, i.s, mask=i.mask, normalize=normalize))
+
+
+def _what(got: Any, case: hidden.Case, normalize: str | None) -> tuple[str, Mistake | None]:
+    """What the expression does on a hidden case where it is wrong, in words, and the known
+    mistake it is there (or None)."""
+    if isinstance(got, sandbox.SandboxError):
+        return f"does not run: {got.message}", None
+    v = judge(got, case.net_output, case.att_scores, mask=case.mask, normalize=normalize)
+    if v.outcome is Outcome.WRONG_NUMBERS and v.mistake is not None:
+        return f"gives wrong numbers ({v.mistake.title})", v.mistake
+    if v.outcome is Outcome.WRONG_NUMBERS:
+        return "gives wrong numbers", None
+    if v.outcome is Outcome.OTHER_SHAPE:
+        return f"gives shape {v.shape} instead of {v.expected_shape}", None
+    return "gives no tensor", None
+
+
+def judge_expression(
+    expr: str,
+    trace: sandbox.Trace,
+    net_output: Tensor,
+    att_scores: Tensor,
+    *,
+    mask: Tensor | None = None,
+    normalize: str | None = None,
+) -> Verdict:
+    """The expression box's verdict: trace (of expr on the example) judged like ``judge``; when
+    its numbers match, expr runs again on hidden inputs (``hidden.cases``: the same shape with
+    other numbers, T == H, B = 1), each judged against the float64 reference. RIGHT only when
+    right on all of them and when expr uses att_scores; otherwise EXAMPLE_ONLY, whose reasons
+    say which property of the example made it match (``hidden.probes``, each run too).
+
+    net_output (B, T, H), att_scores (B, T), mask (B, T) or None -> a Verdict about (B, H).
+    Every run goes through the sandbox with its limits; the hidden inputs are at most 6 per axis
+    beyond the example's own shape, so judging costs a few evaluations of the example's size.
+    """
+    v = judge(trace.result, net_output, att_scores, mask=mask, normalize=normalize)
+    if not v.right:
+        return v
+    shape = tuple(int(n) for n in net_output.shape)
+    b, t, h = shape
+    dtypes = (net_output.dtype, att_scores.dtype)
+    found = [
+        (case, _run(expr, case))
+        for case in hidden.cases(shape, dtypes, masked=mask is not None, normalize=normalize)
+    ]
+    checked = tuple(f"{case.label} {case.shape}" for case, _ in found)
+    failed = [(case, got) for case, got in found if not _right(got, case, normalize)]
+    uses = _uses(trace, "att_scores")
+    if uses and not failed:
+        return Verdict(
+            Outcome.RIGHT,
+            f"{v.message} It is also right on hidden inputs: {'; '.join(checked)}.",
+            v.shape,
+            v.expected_shape,
+            expected=v.expected,
+            max_abs_diff=v.max_abs_diff,
+            checked=checked,
+        )
+    broken = [
+        p
+        for p in hidden.probes(net_output, att_scores, mask, normalize)
+        if not _right(_run(expr, p.case), p.case, normalize)
+    ]
+    implied = {k for p in broken for k in p.implies}
+    reasons = [p.because for p in broken if p.key not in implied]
+    same_ok = all(case.shape != shape for case, _ in failed)
+    if not reasons and failed and same_ok:
+        other = all(c.shape[1] != c.shape[2] for c, _ in failed) and t == h
+        reasons.append(f"T == H here ({t})" if other else f"of this example's sizes {shape}")
+    if not uses:
+        reasons.insert(0, "it never uses att_scores, so it cannot follow the weights")
+    detail, mistake = "", None
+    if failed:
+        case, got = failed[0]
+        what, mistake = _what(got, case, normalize)
+        detail = f" On hidden inputs ({case.label}, shape {case.shape}) it {what}."
+    because = "; and ".join(reasons) if reasons else "of this example's numbers"
+    return Verdict(
+        Outcome.EXAMPLE_ONLY,
+        f"every number matches this example, but only because {because}: it is not weighted "
+        f"in general.{detail}",
+        v.shape,
+        v.expected_shape,
+        mistake=mistake,
+        matches=() if mistake is None else (mistake,),
+        expected=v.expected,
+        max_abs_diff=v.max_abs_diff,
+        reasons=tuple(reasons),
+        checked=checked,
     )

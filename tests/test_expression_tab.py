@@ -131,7 +131,7 @@ def test_a_right_answer_gets_a_success(expr):
     ("expr", "outcome"),
     [
         ("(net_output * att_scores[..., None]).mean(1)", "a mean instead of a sum"),
-        ("(net_output * att_scores[..., None]).sum(axis=0)", "Not weighted's shape"),
+        ("(net_output * att_scores[..., None]).sum(axis=0)", "Wrong shape"),
         ("net_output.sum(1)", "wrong numbers"),
     ],
 )

@@ -41,11 +41,12 @@ from attnviz.sandbox.language import (
     ATTRIBUTES,
     DEFAULT_LIMITS,
     ERROR_KINDS,
+    NOT_SUPPORTED,
     PLAIN_DTYPES,
     ErrorKind,
     Limits,
 )
-from attnviz.sandbox.messages import SandboxError, pointer
+from attnviz.sandbox.messages import SandboxError, plain, pointer
 from attnviz.sandbox.parse import Checker, parse
 from attnviz.sandbox.record import Node, Trace
 from attnviz.sandbox.registry import FUNCTIONS, METHODS
@@ -56,12 +57,14 @@ __all__ = [
     "ERROR_KINDS",
     "FUNCTIONS",
     "METHODS",
+    "NOT_SUPPORTED",
     "ErrorKind",
     "Limits",
     "Node",
     "SandboxError",
     "Trace",
     "evaluate",
+    "plain",
     "pointer",
 ]
 

@@ -33,6 +33,12 @@ class ErrorKind(enum.StrEnum):
 ERROR_KINDS: tuple[str, ...] = tuple(k.value for k in ErrorKind)
 """Values of SandboxError.kind (an ErrorKind, a str enum)."""
 
+NOT_SUPPORTED: frozenset[ErrorKind] = frozenset(
+    {ErrorKind.REFUSED, ErrorKind.LIMIT, ErrorKind.TIME, ErrorKind.INTERNAL}
+)
+"""Kinds that say what the sandbox does not run (outside its language, too big, too slow, its
+own bug), not that the expression is wrong: a page shows them neutrally, never as a mistake."""
+
 ATTRIBUTES = ("T", "shape", "ndim")
 """Attributes that may be read (never called)."""
 

@@ -7,6 +7,7 @@ text inside a message is clipped to one line (the page shows messages as plain t
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 from torch import Tensor
@@ -17,7 +18,7 @@ from attnviz.sandbox.language import ErrorKind
 if TYPE_CHECKING:
     from attnviz.sandbox.record import Trace
 
-__all__ = ["SandboxError", "pointer"]
+__all__ = ["SandboxError", "plain", "pointer"]
 
 
 class SandboxError(AttnvizError):
@@ -61,6 +62,14 @@ def pointer(expr: str, span: tuple[int, int] | None) -> str:
     line = expr[line_start:line_end].expandtabs(1)
     width = max(1, min(end, line_end) - start)
     return f"{line}\n{' ' * (start - line_start)}{'^' * width}"
+
+
+def plain(message: str) -> str:
+    """A message for plain text: code between backticks in quotation marks, no backtick shown.
+
+    "`net_output * att_scores`: 5 meets 3" -> "“net_output * att_scores”: 5 meets 3".
+    """
+    return re.sub(r"`([^`\n]*)`", "\u201c\\1\u201d", message).replace("`", "'")
 
 
 def clip(text: str, limit: int = 80) -> str:

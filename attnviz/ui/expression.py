@@ -1,7 +1,11 @@
 """The Playground's "Your expression" tab: type any expression, see every sub-expression's shape,
 and a verdict: is it the example's ``weighted``, and if not, what went wrong.
 
-Evaluated by ``attnviz.sandbox`` (never eval) and judged by ``attnviz.verdict``. The cache holds
+Evaluated by ``attnviz.sandbox`` (never eval) and judged by ``attnviz.verdict.judge_expression``:
+on the example and on hidden random inputs, so an answer right only by the example's accident is
+not called right. A mistake (a wrong shape, wrong numbers, right here only, an expression that
+does not fit) is shown as an error; what the box does not run is shown neutrally ("Not supported
+here"). Messages are plain text (``sandbox.plain``: no backtick shown). The cache holds
 only what the page shows (texts, shapes, a small preview, the wrong cells), never a tensor, with
 bounded entries, a bounded size per entry and a time to live. Visitor text is shown only through
 st.code / st.text, never as Markdown.
@@ -33,6 +37,7 @@ MAX_EXPR_CHARS = link.MAX_EXPR_CHARS
 MAX_ROWS = 80  # steps shown (and cached) per expression
 MAX_TEXT = 160  # characters of a step's source or note kept in the cache
 MAX_PREVIEW = 600  # elements of a result drawn (and cached) as a figure
+_SAID = "not supported here: "
 CACHE_ENTRIES = 32
 CACHE_TTL = 600  # seconds
 PLOT_CONFIG = {
@@ -69,7 +74,8 @@ def summarise(
     x (B, T, H), w raw scores (B, T), mask (B, T) bool or None, normalize None or "softmax".
     Keys: expr; error (None, or {message, kind, span}); rows (the steps table); result (None,
     or {shape, dtype, text}); preview (None, or the result as nested lists, at most MAX_PREVIEW
-    numbers); verdict (None, or {outcome, message, mistake, wrong}: wrong lists (b, h) cells).
+    numbers); verdict (None, or {outcome, message, mistake, wrong, expected_shape, reasons}:
+    wrong lists (b, h) cells, reasons why it is right on this example only).
     """
     variables = {"net_output": torch.from_numpy(x), "att_scores": torch.from_numpy(w)}
     if mask is not None:
@@ -95,8 +101,8 @@ def summarise(
     else:
         out["result"] = {"shape": None, "dtype": None, "text": _clip(repr(result))}
     m = None if mask is None else variables["mask"]
-    v = verdict.judge(
-        result, variables["net_output"], variables["att_scores"], mask=m, normalize=normalize
+    v = verdict.judge_expression(
+        expr, tr, variables["net_output"], variables["att_scores"], mask=m, normalize=normalize
     )
     wrong = [] if v.wrong is None else [tuple(ix) for ix in v.wrong.nonzero().tolist()]
     out["verdict"] = {
@@ -105,6 +111,7 @@ def summarise(
         "mistake": None if v.mistake is None else v.mistake.title,
         "wrong": wrong,
         "expected_shape": v.expected_shape,
+        "reasons": [_clip(r) for r in v.reasons],
     }
     return out
 
@@ -123,21 +130,53 @@ def _pick_expression() -> None:
         st.session_state["pg_expr"] = picked
 
 
+def _headline(v: dict) -> str:
+    """The verdict's first line, from its outcome (plain text: no Markdown in it)."""
+    outcome = verdict.Outcome(v["outcome"])
+    shape = v["expected_shape"]
+    if outcome is verdict.Outcome.RIGHT:
+        return "Right: this is weighted, on this example and on hidden random inputs."
+    if outcome is verdict.Outcome.EXAMPLE_ONLY:
+        return "Right on this example only: not weighted on other inputs."
+    if outcome is verdict.Outcome.WRONG_NUMBERS:
+        title = "Right shape, wrong numbers"
+        return f"{title}: {v['mistake']}." if v["mistake"] else f"{title}."
+    if outcome is verdict.Outcome.OTHER_SHAPE:
+        return f"Wrong shape: weighted has shape {shape}."
+    return f"This is not a tensor; weighted is a tensor of shape {shape}."
+
+
 def _show_verdict(s: dict, expr: str) -> None:
+    """Right: success. Every mistake (right here only, wrong numbers, wrong shape): one error
+    colour. Not a tensor (a shape or a number, while exploring): neutral."""
     v = s["verdict"]
     outcome = verdict.Outcome(v["outcome"])
+    head = _headline(v)
     if outcome is verdict.Outcome.RIGHT:
-        st.success("Right: this is weighted, every number matches.", icon=":material/check_circle:")
-    elif outcome is verdict.Outcome.WRONG_NUMBERS:
-        title = "Right shape, wrong numbers"
-        st.error(
-            f"{title}: {v['mistake']}." if v["mistake"] else f"{title}.", icon=":material/cancel:"
-        )
-    elif outcome is verdict.Outcome.OTHER_SHAPE:
-        st.warning(f"Not weighted's shape {v['expected_shape']}.", icon=":material/straighten:")
+        st.success(head, icon=":material/check_circle:")
+    elif outcome is verdict.Outcome.NOT_A_TENSOR:
+        st.info(head, icon=":material/info:")
     else:
-        st.info(f"This is not a tensor; weighted is a tensor of shape {v['expected_shape']}.")
-    st.text(v["message"])
+        st.error(head, icon=":material/cancel:")
+    st.text(sandbox.plain(v["message"]))
+
+
+def _show_error(err: dict) -> None:
+    """A mistake in the expression (shapes that do not fit, a typo...): an error. What the box
+    does not run (outside its language, too big, too slow): neutral, "Not supported here"."""
+    kind = sandbox.ErrorKind(err["kind"])
+    if kind in sandbox.NOT_SUPPORTED:
+        head = {
+            sandbox.ErrorKind.LIMIT: "Too large to run here:",
+            sandbox.ErrorKind.TIME: "Too slow to run here:",
+        }.get(kind, "Not supported here:")
+        st.info(head, icon=":material/info:")
+    else:
+        st.error("This expression has a mistake:", icon=":material/cancel:")
+    message = err["message"]
+    if kind in sandbox.NOT_SUPPORTED and message.startswith(_SAID):
+        message = message[len(_SAID) :]  # the heading says it already
+    st.code(sandbox.plain(message), language=None, wrap_lines=True)
 
 
 def section(
@@ -175,7 +214,10 @@ def section(
     what = "weighted_sum(net_output, att_scores"
     what += ", mask=mask" if mask is not None else ""
     what += ', normalize="softmax"' if normalize == "softmax" else ""
-    st.caption(f"Judged against {what}) -> (B, H), in float64.")
+    st.caption(
+        f"Judged against {what}) -> (B, H), in float64, on this example and on hidden random "
+        "inputs (the same shape, one with T == H, one with B = 1)."
+    )
     if not expr.strip():
         st.info("Type an expression, for example the first one in the pick list above.")
         return
@@ -187,8 +229,7 @@ def section(
     if err is not None:
         if err["span"] is not None and "\n" not in expr:
             st.code(sandbox.pointer(expr, tuple(err["span"])), language=None)
-        st.error("This expression cannot be evaluated:", icon="⚠️")
-        st.code(err["message"], language=None, wrap_lines=True)
+        _show_error(err)
         if s["rows"]:
             st.caption("What was evaluated before that:")
             st.dataframe(pd.DataFrame(s["rows"]), width="stretch", hide_index=True)
