@@ -465,7 +465,7 @@ def run_class(
 ) -> dict:
     """Run one class against `target` and return the report (see `summarise`)."""
     host = urlsplit(target).hostname
-    if host not in ("127.0.0.1", "localhost", "::1"):
+    if not serve.is_loopback(host or ""):
         raise SystemExit(f"loopback targets only, not {host}")
     if not 1 <= students <= MAX_STUDENTS or not 0 <= rounds <= MAX_ROUNDS:
         raise SystemExit(f"1..{MAX_STUDENTS} students and 0..{MAX_ROUNDS} rounds")

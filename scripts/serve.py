@@ -1,6 +1,8 @@
 """Serve a class: N `streamlit run app.py` replicas behind HAProxy, under supervisord, one command.
 
     python scripts/serve.py start                  # one replica per core, the proxy on 127.0.0.1:8740
+    python scripts/serve.py start --bind 0.0.0.0   # a class on the school network: students reach it
+    python scripts/serve.py start --public-url https://attnviz.example.edu   # behind a TLS proxy
     python scripts/serve.py start --replicas 2 --port 8741 --replica-port 8701
     python scripts/serve.py status                 # supervisord's and HAProxy's view of the replicas
     python scripts/serve.py stop                   # everything down, cleanly
@@ -12,7 +14,15 @@ the run folder, mode 600), ``ATTNVIZ_DATA_DIR`` (the live-class SQLite file; def
 ``data/``), ``ATTNVIZ_CLASS_STORE`` (e.g. ``redis://127.0.0.1:6379/0`` when several machines serve),
 and the thread counts (cores / replicas each, so the replicas do not oversubscribe the cores).
 supervisord restarts a replica that dies; HAProxy's health checks route around it meanwhile.
-Runs as the invoking user, on loopback only. Needs Debian's ``haproxy`` and ``supervisor``.
+
+The replicas listen on loopback only; HAProxy listens on ``--bind`` (default 127.0.0.1: this machine
+only; 0.0.0.0 for every network it is on). The replicas learn that address (``ATTNVIZ_LISTEN``) and
+the operator's ``--public-url`` (``ATTNVIZ_PUBLIC_URL``): the class's join link and QR code use the
+public URL when set, else the address the teacher's browser used, and a teacher on a loopback address
+is warned (``attnviz.classroom.address``). HAProxy logs each request's path without its query string
+(a class code, a student id or a teacher token never reaches a log), and every log in the run folder
+is rotated by size (``LOG_MAX_BYTES``, ``LOG_BACKUPS``). Runs as the invoking user. Needs Debian's
+``haproxy`` and ``supervisor``.
 """
 
 from __future__ import annotations
@@ -22,6 +32,7 @@ import contextlib
 import csv
 import http.client
 import io
+import ipaddress
 import json
 import os
 import secrets
@@ -38,9 +49,13 @@ from pathlib import Path
 from string import Template
 
 REPO = Path(__file__).resolve().parents[1]
+REPO_STR = str(REPO)
 DEPLOY = REPO / "deploy"
 COOKIE_NAME = "attnviz_replica"
 REPLICA_HEADER = "X-Attnviz-Replica"
+LOG_MAX_BYTES = 5 * 1024 * 1024  # each log in the run folder is rotated at this size ...
+LOG_BACKUPS = 2  # ... keeping this many old files: at most 15 MB of a program's log on disk
+_KEPT = ("replicas", "proxy_port", "replica_port", "threads", "class_store", "bind", "public_url")
 
 
 def _cores() -> int:
@@ -58,6 +73,8 @@ class Settings:
 
     replicas: int = field(default_factory=_cores)
     proxy_port: int = 8740
+    bind: str = "127.0.0.1"  # the address HAProxy listens on: 0.0.0.0 (or ::) for every network
+    public_url: str = ""  # the URL students use, when not http://BIND:PORT (a name, a TLS proxy)
     replica_port: int = 8700
     replica_ports: list[int] = field(default_factory=list)  # explicit ports (tests pick free ones)
     run_dir: Path = field(default_factory=default_run_dir)
@@ -72,7 +89,9 @@ class Settings:
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.proxy_port}"
+        """Where this machine reaches the proxy (loopback when it listens on every address)."""
+        host = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(self.bind, self.bind)
+        return f"http://{_host(host)}:{self.proxy_port}"
 
     @property
     def ports(self) -> list[int]:
@@ -89,8 +108,7 @@ class Settings:
         return self.run_dir / "supervisord.conf"
 
     def save(self) -> None:
-        keep = ("replicas", "proxy_port", "replica_port", "threads", "class_store")
-        data = {k: getattr(self, k) for k in keep} | {"replica_ports": self.ports}
+        data = {k: getattr(self, k) for k in _KEPT} | {"replica_ports": self.ports}
         data["data_dir"] = str(self.data_dir) if self.data_dir else ""
         (self.run_dir / "settings.json").write_text(json.dumps(data, indent=1) + "\n")
 
@@ -101,11 +119,50 @@ class Settings:
         path = run_dir / "settings.json"
         if path.exists():
             data = json.loads(path.read_text())
-            for k in ("replicas", "proxy_port", "replica_port", "threads", "class_store"):
-                setattr(s, k, type(getattr(s, k))(data[k]))
+            for k in _KEPT:
+                if k in data:  # a run folder from before a setting existed keeps its default
+                    setattr(s, k, type(getattr(s, k))(data[k]))
             s.replica_ports = [int(p) for p in data["replica_ports"]]
             s.data_dir = Path(data["data_dir"]) if data["data_dir"] else None
         return s
+
+
+def _host(address: str) -> str:
+    """An address as it goes before ':port' (IPv6 in brackets)."""
+    return f"[{address}]" if ":" in address else address
+
+
+def is_loopback(host: str) -> bool:
+    """Whether host reaches only this machine (127.0.0.0/8, ::1, localhost)."""
+    if REPO_STR not in sys.path:
+        sys.path.insert(0, REPO_STR)
+    from attnviz.classroom.address import is_loopback
+
+    return is_loopback(host)
+
+
+def parse_bind(text: str) -> str:
+    """--bind: an IPv4 or IPv6 address (0.0.0.0 or :: for every network), or ValueError."""
+    try:
+        return str(ipaddress.ip_address(text.strip().strip("[]")))
+    except ValueError:
+        raise ValueError(
+            f"--bind takes an address such as 0.0.0.0 (every network), 192.168.1.20 or "
+            f"127.0.0.1 (this machine only), not {text[:60]!r}"
+        ) from None
+
+
+def parse_public_url(text: str) -> str:
+    """--public-url: a site's root such as https://attnviz.example.edu, or ValueError."""
+    if REPO_STR not in sys.path:
+        sys.path.insert(0, REPO_STR)
+    from attnviz.classroom.address import parse_base_url
+    from attnviz.errors import AttnvizError
+
+    try:
+        return parse_base_url(text)
+    except AttnvizError as e:
+        raise ValueError(f"--public-url: {e}") from None
 
 
 def cookie_secret(run_dir: Path) -> str:
@@ -128,9 +185,12 @@ def environment(s: Settings) -> dict[str, str]:
         "MKL_NUM_THREADS": str(threads),
         "PYTHONPATH": str(REPO),
         "PYTHONUNBUFFERED": "1",
+        "ATTNVIZ_LISTEN": s.bind,
     }
     if s.class_store:
         env["ATTNVIZ_CLASS_STORE"] = s.class_store
+    if s.public_url:
+        env["ATTNVIZ_PUBLIC_URL"] = s.public_url
     return env
 
 
@@ -149,6 +209,7 @@ def write_configs(s: Settings) -> list[Path]:
     s.run_dir.chmod(0o700)
     Path(environment(s)["ATTNVIZ_DATA_DIR"]).mkdir(parents=True, exist_ok=True)
     common = {"run_dir": str(s.run_dir), "repo": str(REPO)}
+    common |= {"log_max_bytes": LOG_MAX_BYTES, "log_backups": LOG_BACKUPS}
     servers = "\n".join(
         f"    server {name} 127.0.0.1:{port} cookie {name}"
         for name, port in zip(s.names, s.ports, strict=True)
@@ -156,7 +217,7 @@ def write_configs(s: Settings) -> list[Path]:
     haproxy = Template((DEPLOY / "haproxy.cfg.in").read_text()).substitute(
         common,
         maxconn=max(4096, 4 * s.replica_maxconn),
-        proxy_host="127.0.0.1",
+        proxy_host=_host(parse_bind(s.bind)),
         proxy_port=s.proxy_port,
         cookie_name=COOKIE_NAME,
         replica_header=REPLICA_HEADER,
@@ -335,7 +396,38 @@ def _settings(args: argparse.Namespace) -> Settings:
     if getattr(args, "data_dir", None):
         s.data_dir = Path(args.data_dir).expanduser().resolve()
     s.class_store = getattr(args, "class_store", None) or os.environ.get("ATTNVIZ_CLASS_STORE", "")
+    if getattr(args, "bind", None):
+        s.bind = parse_bind(args.bind)
+    if getattr(args, "public_url", None):
+        s.public_url = parse_public_url(args.public_url)
     return s
+
+
+def where_students_join(s: Settings) -> list[str]:
+    """What `start` tells the operator: where students open the class, or why they cannot."""
+    page = "/walkthrough"
+    if s.public_url:
+        return [
+            f"students open {s.public_url}{page} (the public URL: its proxy must reach {s.url})"
+        ]
+    if REPO_STR not in sys.path:
+        sys.path.insert(0, REPO_STR)
+    from attnviz.classroom.address import reachable_addresses
+
+    if is_loopback(s.bind):
+        return [
+            f"only this machine reaches {s.url}: for a class on the school network, start with",
+            "  --bind 0.0.0.0 (every network this machine is on) or --bind THIS_MACHINES_ADDRESS",
+        ]
+    here = reachable_addresses() if s.bind in ("0.0.0.0", "::") else (s.bind,)
+    if not here:
+        return [f"this machine has no network address now: students cannot reach {s.url}"]
+    lines = [f"students open http://{_host(a)}:{s.proxy_port}{page}" for a in here]
+    lines.append(
+        f"(a firewall on this machine must let TCP port {s.proxy_port} in; open the page at "
+        "that address yourself, so the join link and QR code carry it)"
+    )
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -350,14 +442,27 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--data-dir", help="ATTNVIZ_DATA_DIR for every replica (default RUN_DIR/data)")
     ap.add_argument("--class-store", help="ATTNVIZ_CLASS_STORE, e.g. redis://127.0.0.1:6379/0")
+    ap.add_argument(
+        "--bind",
+        help="the proxy's address (default 127.0.0.1: this machine only; 0.0.0.0: every network)",
+    )
+    ap.add_argument(
+        "--public-url",
+        help="the URL students use, for a DNS name or a TLS proxy in front (the join link's)",
+    )
     args = ap.parse_args(argv)
-    s = _settings(args)
+    try:
+        s = _settings(args)
+    except ValueError as e:
+        ap.error(str(e))
     if args.command == "config":
         for path in write_configs(s):
             print(path)
     elif args.command == "start":
         start(s)
         print(f"serving {s.replicas} replicas at {s.url} (run folder {s.run_dir})")
+        for line in where_students_join(s):
+            print(line)
         print(f"stop with: python {Path(__file__).relative_to(REPO)} stop --run-dir {s.run_dir}")
     elif args.command == "stop":
         stop(s)

@@ -172,9 +172,10 @@ def _name_the_groups(config, items) -> None:
 def class_server(tmp_path_factory):
     """The class server: 2 replicas behind HAProxy under supervisord, from scripts/serve.py's own
     start and stop, sharing a real redis-server as the class store (the many-machines layout of
-    docs/deploy.md), once per test process for test_serving, test_serving_browser and
-    test_serving_live (one group: SHARED). Their failover tests kill a replica and wait until it
-    is back and UP; the live class stops the whole server mid-class and starts it again."""
+    docs/deploy.md), the proxy on 127.0.0.2 (serve.py's --bind), once per test process for
+    test_serving, test_serving_browser and test_serving_live (one group: SHARED). Their failover
+    tests kill a replica and wait until it is back and UP; the live class stops the whole server
+    mid-class and starts it again."""
     import socket
     from pathlib import Path
 
@@ -197,6 +198,7 @@ def class_server(tmp_path_factory):
         replica_ports=ports[1:],
         run_dir=tmp_path_factory.mktemp("serve"),
         class_store=redis.url,
+        bind="127.0.0.2",  # not 127.0.0.1: the join link must carry the address students used
     )
     try:
         serve.start(s, timeout=180)  # generous: a busy 2-core machine starts Streamlit slowly

@@ -1,22 +1,34 @@
 """The class server for real (slow): `scripts/serve.py` starts 2 replicas behind HAProxy under
 supervisord on free loopback ports; simulated students (benchmarks/bench_class.py over
 scripts/stclient.py) go through the proxy. Correctness only: zero errors, session affinity, a killed
-replica restarted and its student's view rebuilt from the link. No timing assertions. (A live class
-on two replicas sharing Redis, and a stop that ends every process: tests/test_serving_live.py.)
+replica restarted and its student's view rebuilt from the link; the proxy on 127.0.0.2 (`--bind`):
+a teacher there hands out a join link and a QR code (decoded for real) that carry 127.0.0.2, a
+teacher on localhost is warned, and after a class's end neither the logs nor the store's files hold
+its code, student ids or teacher token. No timing assertions. (A live class on two replicas sharing
+Redis, and a stop that ends every process: tests/test_serving_live.py.)
 
 Needs Debian's haproxy and supervisor (.ci/run installs them); it fails, never skips, without them.
 """
 
 from __future__ import annotations
 
+import io
 import os
 import signal
 import socket
 import time
+from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
+import redis
 import requests
+import zxingcpp
+from PIL import Image
 
+from attnviz.classroom import Classroom, format_code, open_store
+from attnviz.classroom import secret as sec
+from attnviz.ui.join_link import WARNING
 from benchmarks.bench_class import run_class
 from scripts import serve
 from scripts.stclient import ProtocolError, ServerTimeout, Session
@@ -197,3 +209,145 @@ def test_a_killed_replicas_students_keep_their_view_and_their_next_click(server)
             lambda: _all_up(server, old),
             "supervisord restarts the killed replica, HAProxy sees it UP",
         )
+
+
+# ---- a class on the school network: the join link, the warning, nothing left after the end ------
+
+
+def test_the_configs_carry_the_bind_address_and_the_public_url(tmp_path):
+    s = serve.Settings(replicas=1, replica_ports=[1], run_dir=tmp_path, bind="0.0.0.0")
+    s.public_url = "https://class.example.org"
+    serve.write_configs(s)
+    assert f"bind 0.0.0.0:{s.proxy_port}" in (tmp_path / "haproxy.cfg").read_text()
+    conf = (tmp_path / "supervisord.conf").read_text()
+    assert 'ATTNVIZ_LISTEN="0.0.0.0"' in conf
+    assert 'ATTNVIZ_PUBLIC_URL="https://class.example.org"' in conf
+    again = serve.Settings.load(tmp_path)
+    assert (again.bind, again.public_url) == ("0.0.0.0", "https://class.example.org")
+    assert again.url == f"http://127.0.0.1:{s.proxy_port}"  # where this machine reaches it
+
+
+@pytest.mark.parametrize(
+    ("option", "named"),
+    [("--bind=school-wifi", "--bind takes an address"), ("--public-url=ftp://x", "--public-url")],
+)
+def test_a_bad_bind_address_or_public_url_is_refused_by_name(tmp_path, capsys, option, named):
+    with pytest.raises(SystemExit) as stop:
+        serve.main(["config", "--run-dir", str(tmp_path), option])
+    assert stop.value.code == 2 and named in capsys.readouterr().err
+    assert not (tmp_path / "haproxy.cfg").exists()
+
+
+def _teacher_starts(url: str) -> tuple[Session, object]:
+    """A teacher who opened the Walkthrough at url and started a class: the session and the
+    run that drew the join section."""
+    teacher = Session(url, path="walkthrough")
+    assert teacher.rerun().ok
+    teacher.click("wt_start")
+    run = teacher.rerun()
+    assert run.ok, (run.status, run.exceptions)
+    return teacher, run
+
+
+def _join_link(teacher: Session) -> str:
+    return next(e.text for e in teacher.tree.values() if "/walkthrough?class=" in e.text)
+
+
+def _qr_code(teacher: Session, run) -> str:
+    """The join section's QR code, fetched as the browser would and decoded."""
+    urls = [
+        m.delta.new_element.imgs.imgs[0].url
+        for m in run.messages
+        if m.delta.new_element.WhichOneof("type") == "imgs"
+    ]
+    assert len(urls) == 1, urls
+    png = teacher.http.get(f"{teacher.url}{urls[0]}", timeout=30)  # the cookie: its replica
+    png.raise_for_status()
+    found = zxingcpp.read_barcodes(Image.open(io.BytesIO(png.content)))
+    assert len(found) == 1 and found[0].format == zxingcpp.BarcodeFormat.QRCode, found
+    return found[0].text
+
+
+def test_a_teacher_on_the_bound_address_hands_out_a_link_and_qr_code_to_it(server):
+    assert server.url == f"http://127.0.0.2:{server.proxy_port}"
+    teacher, run = _teacher_starts(server.url)
+    try:
+        code = teacher.query_string.split("class=")[1][:9]
+        link = _join_link(teacher)
+        assert link == f"http://127.0.0.2:{server.proxy_port}/walkthrough?class={code}"
+        assert _qr_code(teacher, run) == link
+        # and the link works: a student who opens it through the proxy is in the class
+        room = Classroom(open_store(server.class_store, None))
+        with Session(server.url, path="walkthrough", query_string=f"class={code}") as student:
+            assert student.rerun().ok
+        assert room.members(code) == 1
+    finally:
+        teacher.close()
+
+
+def test_a_teacher_on_localhost_is_warned_before_the_join_code(server):
+    """On a replica's own port at localhost (HAProxy listens on 127.0.0.2 only): the warning,
+    then the join code, which carries the address the teacher used."""
+    teacher, run = _teacher_starts(f"http://localhost:{server.ports[0]}")
+    try:
+        texts = [e.text for e in run.elements if e.text]
+        warned = next(i for i, t in enumerate(texts) if t.startswith(WARNING))
+        joined = next(i for i, t in enumerate(texts) if "/walkthrough?class=" in t)
+        assert warned < joined
+        assert "listens only on this machine" in texts[warned]  # ATTNVIZ_LISTEN=127.0.0.2
+        assert urlsplit(texts[joined]).hostname == "localhost"
+        assert urlsplit(_qr_code(teacher, run)).hostname == "localhost"
+    finally:
+        teacher.close()
+
+
+def _rewritten(r: redis.Redis) -> bool:
+    info = r.info("persistence")
+    return not info["aof_rewrite_in_progress"] and not info["aof_rewrite_scheduled"]
+
+
+def _held(folders: list[Path], needles: list[str]) -> set[str]:
+    """The needles found, byte for byte, in any file under the folders (logs rotated or not)."""
+    blobs = [p.read_bytes() for f in folders for p in f.rglob("*") if p.is_file()]
+    return {n for n in needles if any(n.encode() in b for b in blobs)}
+
+
+def test_after_the_end_no_log_and_no_store_file_holds_the_class(server):
+    """A class whose private teacher link and student links were opened through the proxy, whose
+    students joined and reloaded: once it ends, the run folder (HAProxy's and the replicas' logs,
+    supervisord's, the data folder) and Redis's folder hold no class code, student id, teacher
+    token or its hash."""
+    r = redis.Redis.from_url(server.class_store)
+    folders = [server.run_dir, Path(r.config_get("dir")["dir"])]
+    log = server.run_dir / "log" / "haproxy.log"
+    streams = log.read_bytes().count(b"GET /_stcore/stream ")
+    room = Classroom(open_store(server.class_store, None))
+    started = room.start()
+    code, token = started.code, started.token
+    private = f"walkthrough?class={code}&teacher={token}"
+    assert requests.get(f"{server.url}/{private}", timeout=30).ok  # the private link, opened
+    sessions = [Session(server.url, path="walkthrough", query_string=f"class={code}")]
+    sessions += [Session(server.url, path="walkthrough", query_string=f"class={code}")]
+    try:
+        for s in sessions:
+            assert s.rerun().ok
+        students = list(room.store.members(code))
+        assert len(students) == 2
+        for student in students:  # a student's own link (a reload), through the proxy
+            page = f"{server.url}/walkthrough?class={code}&me={student}"
+            assert requests.get(page, timeout=30).ok
+    finally:
+        for s in sessions:
+            s.close()
+    _until(
+        lambda: log.read_bytes().count(b"GET /_stcore/stream ") >= streams + 2,
+        "HAProxy logs the closed websockets",
+    )
+    needles = [code, format_code(code), token, sec.token_hash(token), *students]
+    assert code in _held(folders, [code])  # the class is in Redis's append-only file
+    room.end(code, token)
+    _until(lambda: _rewritten(r), "Redis rewrites its append-only file")
+    deadline = time.monotonic() + WAIT_S  # Redis deletes the old file once the new one is in
+    while (left := _held(folders, needles)) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert left == set()

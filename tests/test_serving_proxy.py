@@ -1,11 +1,13 @@
 """The serve command's HAProxy config on its own (slow: starts haproxy): two stand-in replicas that
-echo what reaches them, so the test sees the headers a Streamlit replica would get.
+echo what reaches them, so the test sees the headers a Streamlit replica would get, and HAProxy's
+log written to a file as supervisord writes it (its stdout), so the test reads what it keeps.
 
 Needs Debian's haproxy (.ci/run installs it); it fails, never skips, without it.
 """
 
 from __future__ import annotations
 
+import configparser
 import json
 import socket
 import subprocess
@@ -67,7 +69,9 @@ def proxy(tmp_path_factory):
         run_dir=tmp_path_factory.mktemp("proxy"),
     )
     serve.write_configs(s)
-    proc = subprocess.Popen([s.haproxy, "-db", "-f", str(s.run_dir / "haproxy.cfg")])
+    log = open(s.run_dir / "log" / "haproxy.log", "wb")  # noqa: SIM115 (closed below)
+    cmd = [s.haproxy, "-db", "-f", str(s.run_dir / "haproxy.cfg")]
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 60
         while set(serve.haproxy_servers(s.run_dir).values()) != {"UP"}:
@@ -77,6 +81,7 @@ def proxy(tmp_path_factory):
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+        log.close()
         for e in echoes:
             e.shutdown()
 
@@ -109,3 +114,40 @@ def test_the_metrics_endpoint_is_not_public(proxy):
     # the replicas behind it still answer their operator on their own port
     port = proxy.ports[0]
     assert requests.get(f"http://127.0.0.1:{port}/_stcore/metrics", timeout=10).status_code == 200
+
+
+def _logged(proxy, path: str) -> bytes:
+    """HAProxy's log once it has a line for a request to path (it writes one when the response
+    is done)."""
+    log = proxy.run_dir / "log" / "haproxy.log"
+    deadline = time.monotonic() + 30
+    while f"GET {path} ".encode() not in (text := log.read_bytes()):
+        assert time.monotonic() < deadline, f"no log line for {path}: {text[-2000:]!r}"
+        time.sleep(0.1)
+    return text
+
+
+def test_the_log_keeps_the_path_and_never_the_query_string(proxy):
+    code, token, student = "ACDEFGHJK", "Tq3_" + "x" * 28, "s1-" + "y" * 13
+    query = f"class={code}&teacher={token}&me={student}&slide=3"
+    assert requests.get(f"{proxy.url}/walkthrough?{query}", timeout=10).ok
+    text = _logged(proxy, "/walkthrough")
+    line = next(li for li in text.splitlines() if b"GET /walkthrough " in li)
+    assert line.endswith(b'"GET /walkthrough HTTP/1.1"'), line
+    for secret in (code, token, student, "class=", "slide="):
+        assert secret.encode() not in text, secret
+
+
+def test_every_log_in_the_run_folder_is_rotated_by_size(proxy):
+    conf = configparser.ConfigParser(interpolation=None)
+    conf.read(proxy.conf)
+    bounded = {"supervisord": (conf["supervisord"], "logfile")}
+    for name in conf.sections():
+        if name.startswith("program:"):
+            bounded[name] = (conf[name], "stdout_logfile")
+    assert {"program:haproxy", "program:replica-1", "program:replica-2"} <= set(bounded)
+    for name, (section, key) in bounded.items():
+        assert section[key].startswith(str(proxy.run_dir / "log")), name
+        assert section.get("redirect_stderr", "true") == "true", name  # no second, unbounded log
+        assert 0 < int(section[f"{key}_maxbytes"]) <= 10 * 1024 * 1024, name
+        assert 0 <= int(section[f"{key}_backups"]) <= 3, name
