@@ -5,7 +5,6 @@ Correctness only: no timing assertions."""
 import os
 import signal
 import threading
-import time
 
 import pytest
 import torch
@@ -88,9 +87,12 @@ def test_worker_crash_leaves_the_caller_alive(worker):
         except AttnvizError as e:
             errors.append(str(e))
 
+    sent, connection = threading.Event(), worker._requests
+    send = connection.send
+    connection.send = lambda job: (send(job), sent.set())  # the job is on its way to the worker
     thread = threading.Thread(target=job)
     thread.start()
-    time.sleep(0.3)
+    assert sent.wait(120)
     os.kill(pid, signal.SIGKILL)  # what the kernel's OOM killer does
     thread.join(timeout=120)
     assert errors and "stopped while timing (8, 64, 128)" in errors[0]
@@ -197,12 +199,12 @@ def test_job_budget_grows_with_the_request(small, large):
 
 @pytest.mark.slow
 def test_a_second_job_of_one_owner_is_refused_while_the_first_runs(worker):
-    started = threading.Event()
+    started, release = threading.Event(), threading.Event()
     original = worker._run
 
     def slow_run(spec, limit):
         started.set()
-        time.sleep(1.0)
+        assert release.wait(120)  # held until the second job has been answered
         return original(spec, limit)
 
     worker._run = slow_run
@@ -215,6 +217,7 @@ def test_a_second_job_of_one_owner_is_refused_while_the_first_runs(worker):
             worker.submit(spec, owner="session-a")
         except AttnvizError as e:
             errors.append(str(e))
+        release.set()
         first.join(timeout=600)  # generous: jobs queue one after another on a busy machine
     finally:
         worker._run = original

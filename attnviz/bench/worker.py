@@ -6,8 +6,8 @@
 - One worker process (a fresh ``python -m attnviz.bench.worker``: no forked torch thread pools, and
   the caller's ``__main__``, a Streamlit script or pytest, is never re-imported) serves every caller
   of the process-wide runner in turn; a lock makes jobs run one at a time, so two visitors never
-  time side by side and corrupt each other's numbers. At most ``max_waiting`` callers queue (one
-  more is told "busy"), and each ``owner`` (a session) has at most one job waiting or running.
+  time side by side and corrupt each other's numbers. Whose job runs next, and who may wait, is
+  ``attnviz.bench.turns``: a bounded queue, one job per session, two per visitor, fair turns.
 - A spec is checked before anything is allocated: methods must be known and given once, rounds and
   block length bounded, and the size under a cap computed from the free memory of the target
   device (and an absolute cap set by the app). The check runs in the caller for the CPU and again
@@ -52,6 +52,7 @@ from attnviz.bench.harness import (
     moved_bytes,
     parse_dtype,
 )
+from attnviz.bench.turns import Turns
 from attnviz.errors import AttnvizError
 
 DEFAULT_TIMEOUT_S = 120.0
@@ -340,9 +341,7 @@ class BenchWorker:
         self._requests: Connection | None = None  # to the worker's stdin
         self._replies: Connection | None = None  # from the worker's stdout
         self._job_lock = threading.Lock()  # one job at a time
-        self._count_lock = threading.Lock()
-        self._waiting = 0
-        self._owners: set[str] = set()  # owners with a job waiting or running
+        self._turns = Turns(max_waiting)  # whose job runs next
         self._next_id = 0
 
     @property
@@ -402,12 +401,18 @@ class BenchWorker:
             self._stop()
 
     def submit(
-        self, spec: BenchSpec, *, timeout_s: float | None = None, owner: str | None = None
+        self,
+        spec: BenchSpec,
+        *,
+        timeout_s: float | None = None,
+        owner: str | None = None,
+        source: str | None = None,
     ) -> list[dict]:
         """Run ``spec`` in the worker and return its records (dicts, as ``Measurement.as_dict``).
 
         Raises AttnvizError with a plain message for a refused spec, a busy queue, a second job
-        of the same ``owner`` (a session id) while one waits or runs, a job past its time (the
+        of the same ``owner`` (a session id) while one waits or runs, a third of the same
+        ``source`` (a visitor's address) while two wait or run, a job past its time (the
         smaller of ``timeout_s`` and ``wall_limit_s(spec)``, counted from when it starts, not its
         wait) or a crashed worker.
         """
@@ -417,27 +422,12 @@ class BenchWorker:
         else:
             check_method_names(tuple(spec.methods))
         limit = min(limit, wall_limit_s(spec))
-        with self._count_lock:
-            if owner is not None and owner in self._owners:
-                raise AttnvizError(
-                    "Your previous benchmark is still waiting or running; its results appear "
-                    "when it finishes. Start the next one after that."
-                )
-            if self._waiting >= self.max_waiting:
-                raise AttnvizError(
-                    f"The benchmark runner is busy ({self._waiting} jobs waiting); try again in "
-                    f"a moment."
-                )
-            self._waiting += 1
-            if owner is not None:
-                self._owners.add(owner)
+        ticket = self._turns.enter(owner, source, job_budget_s(spec) / BUDGET_FACTOR)
         try:
             with self._job_lock:
                 return self._run(spec, limit)
         finally:
-            with self._count_lock:
-                self._waiting -= 1
-                self._owners.discard(owner)
+            self._turns.leave(ticket)
 
     def _run(self, spec: BenchSpec, timeout_s: float) -> list[dict]:
         self._ensure_started()
@@ -503,10 +493,14 @@ def get_worker(**options) -> BenchWorker:
 
 
 def submit(
-    spec: BenchSpec, *, timeout_s: float | None = None, owner: str | None = None
+    spec: BenchSpec,
+    *,
+    timeout_s: float | None = None,
+    owner: str | None = None,
+    source: str | None = None,
 ) -> list[dict]:
     """Run ``spec`` on the process-wide runner; see ``BenchWorker.submit``."""
-    return get_worker().submit(spec, timeout_s=timeout_s, owner=owner)
+    return get_worker().submit(spec, timeout_s=timeout_s, owner=owner, source=source)
 
 
 def _serve() -> None:

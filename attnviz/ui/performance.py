@@ -20,6 +20,7 @@ from attnviz.bench import sweep as bench_sweep
 from attnviz.bench.harness import NOISY_SPREAD, input_bytes, is_noisy, regime
 from attnviz.errors import AttnvizError
 from attnviz.figures import performance as perf_figures
+from attnviz.ui import client
 from attnviz.ui.safe import inert
 from attnviz.ui.sections import show_figure
 
@@ -145,7 +146,9 @@ def page() -> None:
             )
         if run:
             with st.spinner("Timing in the worker process: warm-up, then many rounds…"):
-                st.session_state["pf_last"] = _runner().submit(spec, owner=_owner())
+                st.session_state["pf_last"] = _runner().submit(
+                    spec, owner=_owner(), source=client.address()
+                )
         if run_sweep:
             st.session_state["pf_sweep_records"] = _sweep(devices, spec.methods)
     except AttnvizError as e:
@@ -179,7 +182,7 @@ def _sweep(devices: list[bench.DeviceInfo], methods: tuple[str, ...]) -> list[di
         ms = tuple(m for m in methods if m in request.offered_methods(size))
         if ms:  # "loop" alone is not offered at the larger sizes
             spec = worker.BenchSpec(shape=size, device=dev, methods=ms, rounds=ROUNDS)
-            records += _runner().submit(spec, owner=_owner())
+            records += _runner().submit(spec, owner=_owner(), source=client.address())
         bar.progress((i + 1) / len(jobs), text=f"Timed {i + 1} of {len(jobs)} sizes")
     bar.empty()
     return records
