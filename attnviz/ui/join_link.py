@@ -48,12 +48,17 @@ def _listen() -> str | None:
 
 
 def target() -> tuple[JoinTarget, str]:
-    """Where this class's links point, and the operator's configuration mistake ('' for none)."""
-    url = st.context.url
+    """Where this class's links point, and the operator's configuration mistake ('' for none).
+    This machine's addresses are looked up only for a teacher who needs them."""
+    url, listen, mistake, public = st.context.url, _listen(), "", None
     try:
-        return join_target(url, listen=_listen(), addresses=_addresses()), ""
+        t = join_target(url, listen=listen, addresses=())
     except AttnvizError as e:  # ATTNVIZ_PUBLIC_URL does not parse: use the browser's address
-        return join_target(url, public_url="", listen=_listen(), addresses=_addresses()), str(e)
+        mistake, public = str(e), ""
+        t = join_target(url, public_url=public, listen=listen, addresses=())
+    if t.loopback and t.listening and not t.public:
+        t = join_target(url, public_url=public, listen=listen, addresses=_addresses())
+    return t, mistake
 
 
 def base_url() -> str:
