@@ -15,13 +15,11 @@ keeps the token in its localStorage (its address bar shows only ``?class=CODE&ho
 from __future__ import annotations
 
 import html
-import io
 import os
 import time
 from collections.abc import Mapping
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl
 
-import segno
 import streamlit as st
 
 from attnviz.classroom import (
@@ -38,7 +36,7 @@ from attnviz.classroom import (
 )
 from attnviz.classroom.deck import Slide
 from attnviz.errors import AttnvizError
-from attnviz.ui import live_screen
+from attnviz.ui import join_link, live_screen
 from attnviz.ui.safe import inert
 
 POLL_S = 1.0
@@ -253,34 +251,13 @@ def panel(query: str, n: int, slides: tuple[Slide, ...], qs: tuple[Question, ...
     live(n, slides, qs)
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
-def qr_png(url: str) -> bytes:
-    """The join link as a QR code (PNG)."""
-    out = io.BytesIO()
-    segno.make(url, error="m").save(out, kind="png", scale=8, border=2)
-    return out.getvalue()
-
-
 def _base_url() -> str:
-    parts = urlsplit(st.context.url or "http://localhost:8501/walkthrough")
-    path = parts.path if parts.path.endswith("walkthrough") else "/walkthrough"
-    return f"{parts.scheme}://{parts.netloc}{path}"
+    return join_link.base_url()
 
 
 def _join_info(code: str) -> None:
     ss = _ss()
-    url = f"{_base_url()}?class={code}"
-    if st.toggle("Show the join code", key="wt_show_join"):
-        cols = st.columns([1, 2])
-        cols[0].image(qr_png(url), width=220, alt=f"QR code of the join link {url}")
-        with cols[1]:
-            st.markdown("Join at")
-            st.code(url, language=None)
-            st.markdown("or type the class code")
-            st.html(
-                '<div style="font:700 3.2rem monospace;letter-spacing:.12em">'
-                f"{html.escape(format_code(code))}</div>"
-            )
+    join_link.section(code)  # a warning when students could not reach it, the link, the QR code
     with st.expander("Your private teacher link (keep it to yourself)", key="wt_private"):
         st.caption("Open it in another browser to take the class there.")
         st.code(f"{_base_url()}?class={code}&teacher={ss['wt_token']}", language=None)
