@@ -72,6 +72,20 @@ def test_renormalised_masked_weights_are_named_however_guarded(fn, seed):
 
 
 @pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x, w: (x * (w / (w.sum(1, keepdim=True) + 1e-9))[..., None]).sum(1),
+        lambda x, w: (x * (w / w.abs().sum(1, keepdim=True))[..., None]).sum(1),
+    ],
+    ids=["guarded", "abs"],
+)
+def test_weights_divided_by_their_sum_are_named_however_guarded(fn, seed):
+    result = ex.check_weighted_sum(fn, seed=seed)
+    assert result.mistake == "normalised_weights", result.message
+
+
+@pytest.mark.parametrize("seed", SEEDS)
 def test_a_softmax_over_the_real_words_is_named(seed):
     result = ex.check_masked_weighted_sum(softmax_over_real_words, seed=seed)
     assert result.mistake == "softmax_over_real_words", result.message

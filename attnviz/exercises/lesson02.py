@@ -220,11 +220,41 @@ WEIGHTED: dict[str, Entry] = {
     ),
 }
 
+
+def divided_by_a_sum(o: Outcome, sums: tuple[Tensor, ...], words: Tensor) -> bool:
+    """The wrong result is the answer divided, sentence by sentence, by one of sums (B,), however
+    the division was guarded against a zero (or negative) sum: checked on the sentences whose sum
+    is clearly positive, at least one of them with two words or more (words (B,) counts them: one
+    word divided by its own weight gets weight 1, as a softmax would give it) and a sum clearly
+    not 1."""
+    got = o.output.detach().to("cpu", torch.float64)  # (B,H)
+    want = o.case.expected.detach().to("cpu")  # (B,H)
+    for total in sums:  # (B,)
+        rows = total > 0.1
+        telling = rows & ((total - 1).abs() > 0.05) & (words.to("cpu") >= 2)
+        if telling.any():
+            scaled = (got[rows] * total[rows, None]).to(want.dtype)  # (rows,H)
+            if tolerance.close(scaled, want[rows]):
+                return True
+    return False
+
+
+def _judge_weighted(o: Outcome) -> Outcome:
+    """judge_tensor, naming weights divided by their sum however the division was guarded."""
+    o = judge_tensor(o)
+    if o.kind is Kind.VALUES:
+        w = o.case.args[1].detach().to("cpu", torch.float64)  # (B,T)
+        words = torch.full(w.shape[:1], w.shape[1])  # (B,)
+        if divided_by_a_sum(o, (w.sum(dim=1), w.abs().sum(dim=1)), words):
+            o.keys = ("normalised_weights",)
+    return o
+
+
 _WEIGHTED = Exercise(
     "weighted_sum",
     "net_output, att_scores",
     COMMON | WEIGHTED,
-    judge_tensor,
+    _judge_weighted,
     no_loop=True,
 )
 
@@ -289,7 +319,7 @@ MASKED: dict[str, Entry] = {
         (
             lambda x, w, m: _masked_ws(x, w, m) / (w * m).sum(dim=1, keepdim=True),
             lambda x, w, m: _masked_ws(x, w, m) / w.sum(dim=1, keepdim=True),
-        ),  # and however a zero sum is guarded: _judge_masked
+        ),  # and however a zero sum is guarded: _judge_masked sees it
     ),
     "softmax_over_real_words": Entry(
         "took a softmax of att_scores over the real words",
@@ -309,29 +339,14 @@ MASKED: dict[str, Entry] = {
 } | lift(WEIGHTED, lambda f: lambda x, w, mask: f(x, w * mask))
 
 
-def _renormalised(o: Outcome) -> bool:
-    """The wrong result is the answer divided, sentence by sentence, by the sum of the weights (of
-    the real words, or of all words), however the division was guarded against a zero sum: checked
-    on the sentences whose sum is clearly nonzero, at least one of them with two real words or more
-    and a sum clearly not 1 (one real word renormalised gets weight 1, as a softmax would give)."""
-    _, w, m = (a.detach().to("cpu") for a in o.case.args)
-    got = o.output.detach().to("cpu", torch.float64)  # (B,H)
-    want = o.case.expected.detach().to("cpu")  # (B,H)
-    for sums in ((w.double() * m).sum(dim=1), w.double().sum(dim=1)):  # (B,)
-        rows = sums.abs() > 0.1
-        telling = rows & ((sums - 1).abs() > 0.05) & (m.sum(dim=1) >= 2)
-        if telling.any():
-            scaled = (got[rows] * sums[rows, None]).to(want.dtype)  # (rows,H)
-            if tolerance.close(scaled, want[rows]):
-                return True
-    return False
-
-
 def _judge_masked(o: Outcome) -> Outcome:
     """judge_tensor, naming a renormalisation of the weights however it was written."""
     o = judge_tensor(o)
-    if o.kind is Kind.VALUES and _renormalised(o):
-        o.keys = ("renormalised",)
+    if o.kind is Kind.VALUES:
+        _, w, m = (a.detach().to("cpu") for a in o.case.args)
+        w = w.double()  # (B,T)
+        if divided_by_a_sum(o, ((w * m).sum(dim=1), w.sum(dim=1)), m.sum(dim=1)):
+            o.keys = ("renormalised",)
     return o
 
 
