@@ -316,10 +316,21 @@ def test_a_typed_shape_is_parsed_as_a_tuple():
     assert "Your answer: (2, 3, 1)" in _texts(student)
 
 
+def test_ending_the_class_asks_first():
+    teacher, code = _teacher()
+    _click(teacher, "wt_end")
+    assert "End the class now?" in _texts(teacher)
+    assert _room().state(code).code == code  # not ended yet
+    _click(teacher, "wt_end_no")
+    assert "wt_end_yes" not in [b.key for b in teacher.button]
+    assert teacher.session_state["wt_code"] == code and _room().state(code).code == code
+
+
 def test_ending_the_class_sends_students_back_to_the_slides():
     teacher, code = _teacher()
     student = _student(code)
     _click(teacher, "wt_end")
+    _click(teacher, "wt_end_yes")
     student.run()
     assert "ended" in " ".join(w.value for w in student.warning)
     assert not student.session_state["wt_code"]
@@ -363,7 +374,7 @@ def test_the_teachers_count_keeps_its_height_while_answers_come_in():
     already there (hidden), so nothing below moves; a choice question has its rows from the start."""
     from attnviz import examples
     from attnviz.classroom import Kind, questions
-    from attnviz.ui.live_class import TYPED_BARS, bars_html
+    from attnviz.ui.live_question import TYPED_BARS, bars_html
 
     def n_rows(html: str) -> int:
         return len(re.findall(r'class="wt-bar[ "]', html))
@@ -383,3 +394,92 @@ def test_the_teachers_count_keeps_its_height_while_answers_come_in():
     counted = ((str(i), 2) for i in range(len(choice.choices)))
     rows = {n_rows(bars_html(choice, c, 2, revealed=False)) for c in ((), tuple(counted))}
     assert rows == {len(choice.choices)}
+
+
+# ---- the teacher stays the teacher --------------------------------------------------------------
+
+
+def _drawn(at: AppTest) -> str:
+    """Everything the page draws as text (the component's arguments are not drawn)."""
+    parts = [_texts(at)] + [t.value for t in at.text] + [h.proto.body for h in at.get("html")]
+    parts += [b.label for b in at.button]
+    return "\n".join(parts)
+
+
+def test_the_private_link_is_never_drawn():
+    teacher, code = _teacher()
+    token = teacher.session_state["wt_token"]
+    for at in (teacher, _app({"class": code, "teacher": token})):
+        assert token not in _drawn(at)
+        assert "wt_copy_link" in [b.key for b in at.button]
+
+
+def test_the_private_link_opens_on_the_class_slide():
+    teacher, code = _teacher()
+    for _ in range(3):
+        _click(teacher, "wt_next")
+    again = _app({"class": code, "teacher": teacher.session_state["wt_token"], "slide": "1"})
+    assert _slide(again) == 4
+
+
+def test_a_teacher_page_shows_the_stores_slide():
+    one, code = _teacher()
+    two = _app({"class": code, "teacher": one.session_state["wt_token"]})
+    _click(two, "wt_next")
+    _click(two, "wt_next")
+    one.run()  # the poll: the class is on slide 3
+    one.run()  # the rerun it asked for
+    assert _slide(one) == 3
+
+
+def test_a_second_teacher_session_is_announced_and_revoked():
+    one, code = _teacher()
+    token = one.session_state["wt_token"]
+    two = _app({"class": code, "teacher": token})  # a photo of the private link
+    one.run()
+    two.run()
+    for at in (one, two):
+        assert "Another device is presenting this class" in _texts(at)
+    _click(one, "wt_only_here")
+    assert one.session_state["wt_token"] != token
+    two.run()
+    assert not two.session_state["wt_token"] and not two.session_state["wt_code"]
+    assert "no longer teaches" in _texts(two)
+    assert not _app({"class": code, "teacher": token}).session_state["wt_token"]
+    _click(two, "wt_next")  # on its own slides now
+    assert _room().state(code).slide == 1
+    _click(one, "wt_next")
+    assert _room().state(code).slide == 2
+
+
+def test_a_move_the_store_did_not_take_is_not_shown(monkeypatch):
+    import sqlite3
+
+    from attnviz.ui import live_class
+
+    teacher, code = _teacher()
+    store = live_class.room().store  # the app's own handle (one per process and store)
+
+    def out_of_reach(*args, **kwargs):
+        raise sqlite3.OperationalError("database is locked")
+
+    with monkeypatch.context() as m:
+        m.setattr(store, "update", out_of_reach)
+        _click(teacher, "wt_next")
+    assert _slide(teacher) == 1 and "Could not reach the class" in _texts(teacher)
+    _click(teacher, "wt_next")
+    assert _slide(teacher) == 2 and _room().state(code).slide == 2
+
+
+def test_a_student_keeps_their_name_through_a_reconnect():
+    teacher, code = _teacher()
+    at = _app()
+    at.text_input(key="wt_join_code").input(code)
+    at.text_input(key="wt_join_name").input("Bob")
+    at.button(key="FormSubmitter:wt_join_form-Join the class").click().run()
+    me = at.session_state["wt_me"]
+    again = _app({k: at.query_params[k] for k in at.query_params})  # reload, reconnect, restart
+    assert again.session_state["wt_me"] == me
+    assert open_store().members(code) == {me: "Bob"}
+    teacher.run()
+    assert "1 joined" in _texts(teacher) and "Bob" in [t.value for t in teacher.text]

@@ -3,18 +3,25 @@
 Everything shared lives in the class store (``attnviz.classroom``); this session keeps only who it
 is: ``wt_code`` (the class), ``wt_token`` (a teacher's secret) or ``wt_me`` (a student's id), and
 ``wt_follow`` (whether a student's slides follow the teacher's). A fragment polls the store every
-``POLL_S`` seconds: a following student jumps to the teacher's slide, the question panel and the
-teacher's live count of answers redraw, and nothing else of the page reruns.
+``POLL_S`` seconds: the page shows the store's slide (a following student's, and always the
+teacher's: a teacher's move is written to the store first, and a move the store did not take is
+not shown), the question panel and the teacher's live count redraw, and nothing else reruns.
 
 Links: the join link ``/walkthrough?class=CODE`` (and its QR code); a student's own address
-``?class=CODE&me=ID`` keeps their answers across a reconnect; the teacher's private link
-``?class=CODE&teacher=TOKEN`` gives the class back in another browser, and the teacher's browser
-keeps the token in its localStorage (its address bar shows only ``?class=CODE&host=1``).
+``?class=CODE&me=ID``. A student's browser keeps their id for the class in a cookie
+(``live_screen.STUDENT_COOKIE``), so its tabs, reloads, reconnects and the server's restarts are
+one student, with one name and one vote; a browser whose data was cleared is a new student. The
+teacher's private link ``?class=CODE&teacher=TOKEN`` gives the class back in another browser, on
+the class's slide; it is never drawn on the page (the teacher's menu copies it to the clipboard),
+and the teacher's browser keeps the token in its localStorage (its address bar shows only
+``?class=CODE&host=1``). Every teacher tab reports itself: a second device presenting the class is
+announced on every teacher screen, and "Present only here" gives the class a new token, which
+refuses the old link and every other session at once.
 """
 
 from __future__ import annotations
 
-import html
+import contextlib
 import os
 import time
 from collections.abc import Mapping
@@ -26,7 +33,6 @@ from attnviz.classroom import (
     ClassError,
     ClassRecord,
     Classroom,
-    Kind,
     Phase,
     Problem,
     Question,
@@ -36,15 +42,19 @@ from attnviz.classroom import (
 )
 from attnviz.classroom.deck import Slide
 from attnviz.errors import AttnvizError
-from attnviz.ui import join_link, live_screen
+from attnviz.ui import join_link, live_question, live_screen
+from attnviz.ui.live_screen import STUDENT_COOKIE, Keep
 from attnviz.ui.safe import inert
 
 POLL_S = 1.0
-TYPED_BARS = 6  # the teacher's count shows this many different typed answers (the most given)
 #: Server CPU seconds spent in the last poll of this session (the closing note measures it).
 LAST_POLL_CPU = "wt_poll_cpu"
 #: ... and in the last answer it recorded.
-LAST_ANSWER_CPU = "wt_answer_cpu"
+LAST_ANSWER_CPU = live_question.LAST_ANSWER_CPU
+UNREACHABLE_MOVE = "Could not reach the class: the slide did not change for anyone. Try again."
+REVOKED = (
+    "Another device now presents this class with a new private link: this one no longer teaches it."
+)
 
 
 @st.cache_resource(show_spinner=False)
@@ -72,9 +82,19 @@ def _clear(notice: str | None = None) -> None:
     ss = _ss()
     for key in ("wt_code", "wt_token", "wt_me", "wt_host"):
         ss[key] = ""
-    ss["wt_follow"] = False
+    ss["wt_follow"] = ss["wt_end_confirm"] = ss["wt_side"] = False
     if notice:
         ss["wt_notice"] = notice
+
+
+def _student_id(code: str, from_link: str | None = None) -> str:
+    """This browser's id in the class: the one its cookie keeps, else the link's, else a new one."""
+    for text in (st.context.cookies.get(STUDENT_COOKIE.format(code=code)), from_link):
+        try:
+            return secret.parse_student(text)
+        except AttnvizError:
+            pass
+    return secret.new_student()
 
 
 # ---- from the link, once per session --------------------------------------------------------------
@@ -93,21 +113,19 @@ def init_from_link(params: Mapping[str, str]) -> None:
         ss["wt_notice"] = f"This link's class code could not be read. {e}"
         return
     r = room()
-    if "teacher" in params:
-        if r.is_teacher(code, params.get("teacher", "")):
+    try:
+        if "teacher" in params:
+            if not r.is_teacher(code, params.get("teacher", "")):
+                ss["wt_notice"] = "This teacher link is not valid, or its class has ended."
+                return
+            ss["wt_slide"] = r.state(code).slide  # the class's slide, whatever the link says
             ss["wt_code"], ss["wt_token"], ss["wt_remember"] = code, params["teacher"], True
             return
-        ss["wt_notice"] = "This teacher link is not valid, or its class has ended."
-        return
-    if params.get("host") == "1":  # the teacher's own tab: the token comes from the browser
-        ss["wt_code"], ss["wt_host"] = code, code
-        ss["wt_follow"] = True
-        return
-    try:
-        me = secret.parse_student(params["me"]) if "me" in params else secret.new_student()
-    except AttnvizError:
-        me = secret.new_student()
-    try:
+        if params.get("host") == "1":  # the teacher's own tab: the token comes from the browser
+            ss["wt_code"], ss["wt_host"] = code, code
+            ss["wt_follow"] = True
+            return
+        me = _student_id(code, params.get("me"))
         ss["wt_code"] = r.join(code, me, client=_client())
     except ClassError as e:
         ss["wt_notice"] = str(e)
@@ -116,37 +134,59 @@ def init_from_link(params: Mapping[str, str]) -> None:
 
 
 def screen() -> live_screen.Screen:
-    """The browser's screen; for the teacher's own tab also the token its browser kept."""
+    """The browser's screen and this tab's id; tells the browser what to keep (a teacher's token,
+    a student's id) and what to copy (the teacher's private link)."""
     ss = _ss()
-    remember = ss.get("wt_token", "") if ss.get("wt_remember") else ""
+    code, token, me = ss.get("wt_code", ""), ss.get("wt_token", ""), ss.get("wt_me", "")
+    remember = (code, token) if token and ss.get("wt_remember") else ("", "")
     found = live_screen.screen(
-        code=ss.get("wt_host", ""),
-        remember=(ss.get("wt_code", ""), remember) if remember else ("", ""),
-        forget=ss.get("wt_forget", ""),
+        Keep(
+            code=ss.get("wt_host", ""),
+            remember=remember,
+            forget=(ss.get("wt_forget", ""), ss.get("wt_forget_token", "")),
+            student=(code, me, room().limits.ttl_s) if me else ("", "", 0),
+            forget_student=ss.get("wt_forget_student", ""),
+            copy=f"{_base_url()}?class={code}&teacher={token}" if token else "",
+        )
     )
-    if remember:
+    if remember[1]:
         ss["wt_remember"] = False
-    ss["wt_forget"] = ""
-    if ss.get("wt_host") and found.token and room().is_teacher(ss["wt_host"], found.token):
-        ss["wt_token"], ss["wt_host"], ss["wt_follow"] = found.token, "", False
+    ss["wt_forget"] = ss["wt_forget_token"] = ss["wt_forget_student"] = ""
+    if "wt_session" not in ss:
+        ss["wt_session"] = secret.new_session()  # until the browser reports its tab's id
+    ss["wt_tab"] = found.tab or ss["wt_session"]
+    if found.copies > ss.get("wt_copies", 0):
+        ss["wt_copies"], ss["wt_copy_note"] = found.copies, "ok" if found.copied else "failed"
+    host = ss.get("wt_host", "")
+    if host and found.token:
+        try:
+            if room().is_teacher(host, found.token):
+                ss["wt_token"], ss["wt_host"], ss["wt_follow"] = found.token, "", False
+        except ClassError:
+            pass  # the store is out of reach: the next run asks again
     return found
 
 
 # ---- what the slide buttons do ----------------------------------------------------------------------
 
 
-def moved(slide: int, n: int) -> None:
-    """A slide button was pressed: the teacher moves the class; a student steps away."""
+def moved(slide: int, n: int) -> bool:
+    """A slide button was pressed: the teacher moves the class (in the store first); a student
+    steps away. False when the page must stay where it is: the store did not take the move."""
     ss = _ss()
     if not ss.get("wt_code"):
-        return
+        return True
     if ss.get("wt_token"):
         try:
             room().move(ss["wt_code"], ss["wt_token"], slide, n)
         except ClassError as e:
+            if e.problem is Problem.UNREACHABLE:
+                ss["wt_notice"] = UNREACHABLE_MOVE
+                return False
             _clear(str(e))
-    else:
-        ss["wt_follow"] = False
+        return True
+    ss["wt_follow"] = False
+    return True
 
 
 def _start(query: str, slide: int, n: int) -> None:
@@ -164,17 +204,19 @@ def _start(query: str, slide: int, n: int) -> None:
 
 def _join() -> None:
     ss = _ss()
-    me = secret.new_student()
+    typed = ss.get("wt_join_code", "")
+    try:  # this browser may have joined the class before: the same student
+        me = _student_id(secret.parse_code(typed))
+    except AttnvizError:
+        me = secret.new_student()  # the join below says what is wrong with the code
     try:
-        code = room().join(
-            ss.get("wt_join_code", ""), me, ss.get("wt_join_name", ""), client=_client()
-        )
+        code = room().join(typed, me, ss.get("wt_join_name", ""), client=_client())
+        record = room().state(code)
     except ClassError as e:
         ss["wt_join_error"] = str(e)
         return
     ss["wt_join_error"] = ""
     ss["wt_code"], ss["wt_me"], ss["wt_follow"] = code, me, True
-    record = room().state(code)
     ss["wt_slide"] = record.slide
     _adopt_example(record)
 
@@ -191,15 +233,84 @@ def _adopt_example(record: ClassRecord) -> None:
             ss["wt_example"] = ""
 
 
+# ---- the teacher's menu -------------------------------------------------------------------------------
+
+
+def _end_ask() -> None:
+    _ss()["wt_end_confirm"] = True
+
+
+def _end_cancel() -> None:
+    _ss()["wt_end_confirm"] = False
+
+
 def _end() -> None:
     ss = _ss()
     code = ss.get("wt_code", "")
     try:
         room().end(code, ss.get("wt_token", ""))
     except ClassError as e:
+        if e.problem is Problem.UNREACHABLE:  # not ended: the teacher stays and tries again
+            ss["wt_notice"] = str(e)
+            return
         ss["wt_notice"] = str(e)
     _clear("The class has ended; its answers are deleted.")
     ss["wt_forget"] = code
+
+
+def _rotate() -> None:
+    """A new private link: the old one, and every other device holding it, stops teaching."""
+    ss = _ss()
+    try:
+        new = room().rotate(ss.get("wt_code", ""), ss.get("wt_token", ""))
+    except ClassError as e:
+        if e.problem is Problem.UNREACHABLE:
+            ss["wt_notice"] = str(e)
+        else:
+            _clear(str(e))
+        return
+    ss["wt_token"], ss["wt_remember"], ss["wt_reload"] = new, True, True
+    ss["wt_rotated"] = True
+
+
+def tools() -> None:
+    """The teacher's menu (in the slide buttons' row): copy the private link without showing it,
+    a new private link that ends every other device, and End the class (asked twice)."""
+    ss = _ss()
+    if not ss.get("wt_token"):
+        return
+    with st.popover("Teacher", key="wt_tools", icon=":material/school:"):
+        st.button("Copy my private link", key="wt_copy_link", icon=":material/content_copy:")
+        note = ss.get("wt_copy_note")
+        if note == "ok":
+            st.caption("Copied. Paste it only where the room cannot see it.")
+        elif note == "failed":
+            st.caption("This browser did not allow the copy: save the link as a file instead.")
+        st.download_button(
+            "Save my private link as a file",
+            data=f"{_base_url()}?class={ss['wt_code']}&teacher={ss['wt_token']}\n",
+            file_name="attnviz-teacher-link.txt",
+            mime="text/plain",
+            key="wt_save_link",
+            on_click="ignore",
+            icon=":material/download:",
+        )
+        st.caption(
+            "The link opens this class on its current slide in any browser. It is never shown."
+        )
+        st.button("Present only here", key="wt_rotate", on_click=_rotate, icon=":material/key:")
+        st.caption("A new private link: the old one and every other device stop teaching at once.")
+        if ss.get("wt_rotated"):
+            st.caption("Done: this browser holds the new link.")
+        if ss.get("wt_end_confirm"):
+            st.warning("End the class now? Everyone leaves it, and its answers are deleted.")
+            with st.container(horizontal=True):
+                st.button("Yes, end the class", key="wt_end_yes", on_click=_end, type="primary")
+                st.button("Keep teaching", key="wt_end_no", on_click=_end_cancel)
+        else:
+            st.button(
+                "End the class", key="wt_end", on_click=_end_ask, icon=":material/stop_circle:"
+            )
 
 
 # ---- the panel ----------------------------------------------------------------------------------------
@@ -229,26 +340,52 @@ def start_or_join(query: str, n: int) -> None:
                 st.error(inert(ss["wt_join_error"]))
 
 
-def height_above() -> int:
-    """Roughly how many px the live-class strip takes above the slide (for the figure's height)."""
+def _asked(record: ClassRecord, qs: tuple[Question, ...]) -> Question | None:
+    """The question this session shows beside the slide now (None for none)."""
+    ss = _ss()
+    if record.phase is Phase.NONE or not (ss.get("wt_token") or ss.get("wt_me")):
+        return None
+    return next((q for q in qs if q.id == record.question), None)
+
+
+def question_beside(qs: tuple[Question, ...], phone: bool) -> bool:
+    """Whether the page puts the live class's panel beside the figure (a question is on screen,
+    and the screen is not a phone's); the poll reruns the page when that changes."""
+    ss = _ss()
+    side = False
+    if ss.get("wt_code") and not phone:
+        with contextlib.suppress(ClassError):  # out of reach, or ended: the poll says so
+            side = _asked(room().state(ss["wt_code"]), qs) is not None
+    ss["wt_side"], ss["wt_wide"] = side, not phone
+    return side
+
+
+def height_above(width: int) -> int:
+    """Roughly how many px the live-class strip takes above the slide on a window width px wide
+    (for the figure's height)."""
     ss = _ss()
     if not ss.get("wt_code"):
         return 0
-    px = 52
+    px = 0 if ss.get("wt_side") else 52  # the poll's bar, unless it is beside the figure
     if ss.get("wt_token"):
-        px += 52 + (260 if ss.get("wt_show_join") else 0)
+        px += 44 + (260 if ss.get("wt_show_join") else 0)
+        t = join_link.target()[0]
+        warning = join_link.warning_text(t)
+        if warning:  # ~8 px a character at 16 px, in a box 220 px narrower than the window
+            px += 48 + 26 * -(-len(warning) * 8 // max(width - 220, 200)) + 26 * len(t.elsewhere)
     return px
 
 
 def panel(query: str, n: int, slides: tuple[Slide, ...], qs: tuple[Question, ...]) -> None:
     """The live-class strip under the slide buttons while in a class: the join code for the
-    teacher, and the polling fragment."""
+    teacher, and the polling fragment (unless it goes beside the figure: ``question_beside``)."""
     ss = _ss()
     if not ss.get("wt_code"):
         return
     if ss.get("wt_token"):
         _join_info(ss["wt_code"])
-    live(n, slides, qs)
+    if not ss.get("wt_side"):
+        live(n, slides, qs)
 
 
 def _base_url() -> str:
@@ -256,53 +393,79 @@ def _base_url() -> str:
 
 
 def _join_info(code: str) -> None:
-    ss = _ss()
     join_link.section(code)  # a warning when students could not reach it, the link, the QR code
-    with st.expander("Your private teacher link (keep it to yourself)", key="wt_private"):
-        st.caption("Open it in another browser to take the class there.")
-        st.code(f"{_base_url()}?class={code}&teacher={ss['wt_token']}", language=None)
-        names = sorted(n for n in room().store.members(code).values() if n)
-        if names:  # shown as plain text, never as markdown
-            st.caption("Students who gave a name:")
-            st.text(", ".join(names))
-        st.button("End the class", key="wt_end", on_click=_end, icon=":material/stop_circle:")
 
 
 @st.fragment(run_every=POLL_S)
 def live(n: int, slides: tuple[Slide, ...], qs: tuple[Question, ...]) -> None:
-    """One poll of the store: follow the teacher, draw the question and its count."""
+    """One poll of the store: show its slide, draw the question and its count."""
     started = time.process_time()
     ss = _ss()
-    code = ss.get("wt_code", "")
+    code, token = ss.get("wt_code", ""), ss.get("wt_token", "")
     if not code:
         return
+    r = room()
     try:
-        record = room().state(code)
-    except ClassError:
+        record = r.state(code)
+    except ClassError as e:
+        if e.problem is Problem.UNREACHABLE:
+            st.warning("Could not reach the class just now: trying again.", icon="⚠️")
+            return
+        if ss.get("wt_me"):
+            ss["wt_forget_student"] = code
         _clear("The class has ended.")
         st.rerun()
-    teacher = bool(ss.get("wt_token"))
-    if not teacher and ss.get("wt_follow") and record.slide != ss.get("wt_slide"):
-        ss["wt_slide"] = record.slide
-        _adopt_example(record)
-    if ss.get("wt_slide") != ss.get("wt_shown"):  # the page shows another slide: redraw it
+    if token and not secret.token_matches(token, record.token_hash):
+        _clear(REVOKED)
+        ss["wt_forget"], ss["wt_forget_token"] = code, token
         st.rerun()
-    question = next((q for q in qs if q.id == record.question), None)
+    if (token or ss.get("wt_follow")) and record.slide != ss.get("wt_slide"):
+        ss["wt_slide"] = record.slide  # the store's slide: the teacher's, and the class's
+        if not token:
+            _adopt_example(record)
+    question = _asked(record, qs)
+    if (
+        ss.get("wt_slide") != ss.get("wt_shown")  # the page shows another slide: redraw it
+        or (ss.get("wt_wide") and (question is not None) != bool(ss.get("wt_side")))
+        or ss.pop("wt_reload", False)
+    ):
+        st.rerun()
+    presenters = 1
+    if token:
+        with contextlib.suppress(ClassError):  # out of reach, or revoked: the next poll tells
+            presenters = r.present(code, token, ss["wt_tab"])
     with st.container(key="wt_live_bar", horizontal=True, vertical_alignment="center"):
-        _status(record, teacher, n)
-    with st.container(key="wt_live_question"):
-        if teacher:
-            _teacher_question(record, slides, qs, question)
-        elif question is not None and record.phase is not Phase.NONE and ss.get("wt_me"):
-            _student_question(record, question)
+        _status(r, record, bool(token), presenters)
+        if token and question is None:
+            live_question.ask_buttons(r, record, slides, qs)
+    if question is not None:
+        with st.container(key="wt_live_question"):
+            if token:
+                live_question.teacher_panel(r, record, question)
+            else:
+                live_question.student_panel(r, record, question)
     ss[LAST_POLL_CPU] = time.process_time() - started
 
 
-def _status(record: ClassRecord, teacher: bool, n: int) -> None:
+def _status(r: Classroom, record: ClassRecord, teacher: bool, presenters: int) -> None:
     ss = _ss()
     code = format_code(record.code)
     if teacher:
-        st.markdown(f"**Live class {code}** · you teach · {room().members(record.code)} joined")
+        try:
+            joined, names = r.roster(record.code)
+        except ClassError:
+            joined, names = 0, ()
+        st.markdown(f"**Live class {code}** · you teach · {joined} joined")
+        if names:
+            with st.popover(f"Names ({len(names)})", key="wt_names"):
+                st.text(", ".join(names))  # plain text, never markdown
+        if presenters > 1:
+            st.warning(
+                "Another device is presenting this class. If it is not yours, present only "
+                "here: a new private link, and every other device stops teaching at once.",
+                icon=":material/devices:",
+            )
+            st.button("Present only here", key="wt_only_here", on_click=_rotate, type="primary")
         return
     if ss.get("wt_host"):
         st.markdown(f"**Live class {code}** · following · open your private teacher link to teach")
@@ -323,163 +486,6 @@ def _status(record: ClassRecord, teacher: bool, n: int) -> None:
 def _rejoin(slide: int) -> None:
     ss = _ss()
     ss["wt_follow"], ss["wt_slide"] = True, slide
-
-
-# ---- questions --------------------------------------------------------------------------------------
-
-
-def _teacher_question(
-    record: ClassRecord,
-    slides: tuple[Slide, ...],
-    qs: tuple[Question, ...],
-    question: Question | None,
-) -> None:
-    here = slides[min(max(record.slide, 1), len(slides)) - 1].key
-    ask = [q for q in qs if q.slide == here]
-    if question is None or record.phase is Phase.NONE:
-        for q in ask:
-            st.button(
-                f"Ask the class: {q.prompt}",
-                key=f"wt_ask_{q.id}",
-                on_click=_teacher_act,
-                args=("ask", q),
-                icon=":material/quiz:",
-            )
-        return
-    st.markdown(f"**Question:** {question.prompt}")
-    tally = room().tally(record.code, question)
-    _bars(question, tally.counts, tally.total, revealed=record.phase is Phase.REVEALED)
-    with st.container(horizontal=True):
-        if record.phase is Phase.OPEN:
-            st.button(
-                "Reveal the answer",
-                key="wt_reveal",
-                on_click=_teacher_act,
-                args=("reveal", question),
-                type="primary",
-                icon=":material/visibility:",
-            )
-        st.button(
-            "Close the question",
-            key="wt_close",
-            on_click=_teacher_act,
-            args=("close", question),
-            icon=":material/close:",
-        )
-    if record.phase is Phase.REVEALED:
-        st.success(f"Answer: {question.label(question.answer)}. {question.why}")
-
-
-def _teacher_act(action: str, question: Question) -> None:
-    ss = _ss()
-    r = room()
-    try:
-        if action == "ask":
-            r.ask(ss["wt_code"], ss["wt_token"], question)
-        elif action == "reveal":
-            r.reveal(ss["wt_code"], ss["wt_token"])
-        else:
-            r.close_question(ss["wt_code"], ss["wt_token"])
-    except ClassError as e:
-        ss["wt_notice"] = str(e)
-
-
-def bars_html(question: Question, counts, total: int, *, revealed: bool) -> str:
-    """The live count as a bar chart in plain HTML (cheap to redraw every second).
-
-    A typed answer gets a bar of its own, up to TYPED_BARS of them (the most given first); the
-    chart always has room for that many, so the slide below it stays put on the projector while
-    new answers come in."""
-    shown = dict(counts)
-    choice = question.kind is Kind.CHOICE
-    labels = [str(i) for i in range(len(question.choices))] if choice else []
-    labels += [a for a, _ in counts if a not in labels][:TYPED_BARS]
-    most = max([1, *shown.values()])
-    rows = []
-    for a in labels:
-        right = revealed and a == question.answer
-        width = 100 * shown.get(a, 0) / most
-        rows.append(
-            f'<div class="wt-bar{" wt-right" if right else ""}"><span class="wt-label">'
-            f"{html.escape(question.label(a))}{' ✓' if right else ''}</span>"
-            f'<span class="wt-track"><span class="wt-fill" style="width:{width:.0f}%"></span>'
-            f"</span><b>{shown.get(a, 0)}</b></div>"
-        )
-    if not choice:  # room for the answers not given yet: rows like the others, not shown
-        room = (
-            '<div class="wt-bar wt-room" aria-hidden="true"><span class="wt-label">-</span>'
-            '<span class="wt-track"></span><b>0</b></div>'
-        )
-        rows += [room] * (TYPED_BARS - len(labels))
-    return (
-        "<style>.wt-bar{display:flex;align-items:center;gap:.6rem;font-size:1.25rem;margin:.2rem 0}"
-        ".wt-room{visibility:hidden}"
-        ".wt-label{flex:0 0 45%}.wt-track{flex:1;background:#eee;height:1.4rem}"
-        ".wt-fill{display:block;height:100%;background:#2166ac}"
-        ".wt-right .wt-fill{background:#1a7f37}.wt-right{font-weight:700}"
-        ".wt-code{font:700 2.6rem monospace;letter-spacing:.15em}"
-        "@media (max-width:640px){.wt-bar{font-size:1rem;flex-wrap:wrap}"
-        ".wt-label{flex:1 0 100%}}</style>"
-        f'<div class="wt-bars" role="img" aria-label="{total} answers">'
-        + f'<div class="wt-total">{total} answered</div>'  # above the bars: the room is below
-        + "".join(rows)
-        + "</div>"
-    )
-
-
-def _bars(question: Question, counts, total: int, *, revealed: bool) -> None:
-    st.html(bars_html(question, counts, total, revealed=revealed))
-
-
-def _student_question(record: ClassRecord, question: Question) -> None:
-    ss = _ss()
-    mine_key = f"wt_mine_{record.code}_{question.id}"
-    if mine_key not in ss:
-        ss[mine_key] = room().my_answer(record.code, ss.get("wt_me", ""), question) or ""
-    mine = ss[mine_key]
-    st.markdown(f"**Question:** {question.prompt}")
-    if record.phase is Phase.REVEALED:
-        if not mine:
-            st.info(f"The answer: {question.label(question.answer)}. {question.why}")
-        elif mine == question.answer:
-            st.success(f"Right: {question.label(mine)}. {question.why}")
-        else:
-            st.error(
-                f"Not this time: you answered {question.label(mine)}; the answer is "
-                f"{question.label(question.answer)}. {question.why}"
-            )
-        return
-    with st.form(f"wt_answer_{question.id}", border=False):
-        if question.kind is Kind.CHOICE:
-            st.radio(
-                "Your answer",
-                options=[str(i) for i in range(len(question.choices))],
-                format_func=question.label,
-                key=f"wt_pick_{question.id}",
-                index=None,
-            )
-        else:
-            st.text_input("Your answer, as a tuple", key=f"wt_pick_{question.id}", max_chars=40)
-        st.form_submit_button("Send my answer", on_click=_answer, args=(question, mine_key))
-    if ss.get("wt_answer_error"):
-        st.error(inert(ss["wt_answer_error"]))
-    if mine:
-        st.caption(f"Your answer: {question.label(mine)} (you can change it until the reveal)")
-
-
-def _answer(question: Question, mine_key: str) -> None:
-    started = time.process_time()
-    ss = _ss()
-    try:
-        canonical = room().answer(
-            ss["wt_code"], ss.get("wt_me", ""), question, ss.get(f"wt_pick_{question.id}")
-        )
-    except ClassError as e:
-        ss["wt_answer_error"] = str(e) if e.problem is not Problem.NO_CLASS else "The class ended."
-        return
-    ss["wt_answer_error"] = ""
-    ss[mine_key] = canonical
-    ss[LAST_ANSWER_CPU] = time.process_time() - started
 
 
 # ---- the address bar ----------------------------------------------------------------------------------

@@ -1,9 +1,13 @@
-"""What the Walkthrough learns from the browser: the window's size (projector or phone layout), the
-teacher token this browser keeps for a class, and the presentation keys.
+"""What the Walkthrough learns from and keeps in the browser: the window's size (projector or phone
+layout), this tab's id, the teacher token this browser keeps for a class (localStorage), a
+student's id for a class (a cookie, so that the server reads it on any session's first run), the
+private link's copy to the clipboard, and the presentation keys.
 
-One tiny component (``static/live_screen/index.html``, no CDN) reports ``{w, h, token}``; its
-keyboard handler clicks the slide buttons: → / PageDown / Space next, ← / PageUp back, Home / End.
-Every value it sends is parsed strictly here: a browser can send anything.
+One tiny component (``static/live_screen/index.html``, no CDN) reports ``{w, h, token, tab,
+copies, copied}``; its keyboard handler clicks the slide buttons: → / PageDown / Space next (also on
+a focused slide button: never a press of Back), ← / PageUp back, Home / End; keys inside an
+expander, a text box, a toggle or a radio act there. Every value it sends is parsed strictly here:
+a browser can send anything.
 """
 
 from __future__ import annotations
@@ -35,6 +39,9 @@ class Screen:
     h: int = 768
     token: str = ""
     reported: bool = False
+    tab: str = ""  # this tab's id ('' until reported)
+    copies: int = 0  # how many copies of the private link this page has made ...
+    copied: bool = False  # ... and whether the last one reached the clipboard
 
     @property
     def phone(self) -> bool:
@@ -58,20 +65,50 @@ def parse_screen(value: object) -> Screen:
         token = secret.parse_token(token) if token else ""
     except AttnvizError:
         token = ""
-    return Screen(w=w, h=h, token=token, reported=True)
+    try:
+        tab = secret.parse_session(value.get("tab"))
+    except AttnvizError:
+        tab = ""
+    copies, copied = value.get("copies", 0), value.get("copied", False)
+    if type(copies) is not int or not 0 <= copies <= 10**6 or type(copied) is not bool:
+        copies, copied = 0, False
+    return Screen(w=w, h=h, token=token, reported=True, tab=tab, copies=copies, copied=copied)
 
 
-def screen(code: str = "", remember: tuple[str, str] = ("", ""), forget: str = "") -> Screen:
-    """Draw the (invisible) component and read what the browser reported.
+@dataclass(frozen=True)
+class Keep:
+    """What the browser should keep or drop, and copy. code: the class whose stored teacher token
+    to report; remember: (class code, teacher token) to store; forget: (class code, token): drop
+    the class's stored token, only if it is this one ('' for any); student: (class code, student
+    id, seconds to keep it); forget_student: a class code whose student id to drop; copy: the text
+    the "Copy my private link" button puts on the clipboard ('' for none)."""
 
-    code: the class whose stored teacher token to report; remember: (class code, teacher token)
-    to store in this browser; forget: a class code whose token to delete."""
+    code: str = ""
+    remember: tuple[str, str] = ("", "")
+    forget: tuple[str, str] = ("", "")
+    student: tuple[str, str, int] = ("", "", 0)
+    forget_student: str = ""
+    copy: str = ""
+
+
+def screen(keep: Keep = Keep()) -> Screen:
+    """Draw the (invisible) component, tell it what to keep, and read what the browser reported."""
     value = _COMPONENT(
-        code=code,
-        remember_code=remember[0],
-        remember=remember[1],
-        forget=forget,
+        code=keep.code,
+        remember_code=keep.remember[0],
+        remember=keep.remember[1],
+        forget=keep.forget[0],
+        forget_token=keep.forget[1],
+        student_code=keep.student[0],
+        student=keep.student[1],
+        student_s=keep.student[2],
+        forget_student=keep.forget_student,
+        copy=keep.copy,
         key="wt_screen",
         default=None,
     )
     return parse_screen(value)
+
+
+#: The cookie that keeps a student's id for one class in their browser (set by the component).
+STUDENT_COOKIE = "attnviz_s_{code}"

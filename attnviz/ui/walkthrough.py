@@ -166,15 +166,20 @@ _LAPTOP_TYPE = (19.2, 26.9, 271, 15, 44, 17.6)
 _PROJECTOR_TYPE = (24.8, 34.7, 286, 17, 48, 21.6)
 
 
-def figure_height(screen: live_screen.Screen, slide: deck.Slide, above: int = 0) -> int:
-    """Pixels left for the figure below the narration on a laptop or projector, so that it fills
-    the screen without scrolling (0 on a phone: the figure keeps its height, the page scrolls).
-    above: px the live-class strip takes."""
-    if screen.phone:
-        return 0
+#: The share of the page's width the slide keeps when the live class's question is beside it.
+SLIDE_SHARE = 0.6
+
+
+def figure_room(
+    screen: live_screen.Screen, slide: deck.Slide, above: int = 0, share: float = 1.0
+) -> int:
+    """Pixels left for the figure below the narration on a laptop or projector, so that the slide
+    fits the screen without scrolling (may be small, or below 0). above: px the live-class strip
+    takes; share: the part of the page's width the slide's text and figure have (SLIDE_SHARE
+    with a question beside them)."""
     big = screen.style is figures.PROJECTOR
     font, line, base, para, captions, code_font = _PROJECTOR_TYPE if big else _LAPTOP_TYPE
-    content_w = max(screen.w - 160, 300)
+    content_w = max((screen.w - 160) * share, 300)
     per_line = content_w / (0.44 * font)
     text = re.sub(r"[`*]", "", slide.narration)
     paragraphs = [p for p in text.split("\n\n") if p.strip()]
@@ -183,8 +188,34 @@ def figure_height(screen: live_screen.Screen, slide: deck.Slide, above: int = 0)
     code_lines = -(-(len(slide.code) + 4) // max(int(code_w / (0.6 * code_font)), 20))
     used = base + above + lines * line + para * (len(paragraphs) - 1)
     used += (code_lines - 1) * (code_font * 1.5) + (captions if slide.right_code else 0)
-    least = 380 if big else 210
-    return int(min(max(screen.h - used - 28, least), 1500))
+    return int(screen.h - used - 28)
+
+
+#: The fewest px a figure gets on a projector (its text is 24 px), and with a laptop's text.
+PROJECTOR_LEAST, LAPTOP_LEAST = 380, 210
+
+
+def figure_height(
+    screen: live_screen.Screen, slide: deck.Slide, above: int = 0, share: float = 1.0
+) -> int:
+    """The figure's height: ``figure_room``, at least a few rows' worth, at most 1500 px (0 on a
+    phone: the figure keeps its height, the page scrolls)."""
+    if screen.phone:
+        return 0
+    least = PROJECTOR_LEAST if screen.style is figures.PROJECTOR else LAPTOP_LEAST
+    return min(max(figure_room(screen, slide, above, share), least), 1500)
+
+
+def figure_fit(
+    screen: live_screen.Screen, slide: deck.Slide, above: int = 0, share: float = 1.0
+) -> tuple[figures.Style, int]:
+    """The figure's style and height. On a projector with less room than a figure with 24 px text
+    needs (a live class's strip above a long narration), the figure takes a laptop's text size
+    and the room there is, so that the slide still fits the screen."""
+    height = figure_height(screen, slide, above, share)
+    if screen.style is figures.PROJECTOR and figure_room(screen, slide, above, share) < height:
+        return figures.SCREEN, max(figure_room(screen, slide, above, share), LAPTOP_LEAST)
+    return screen.style, height
 
 
 # ---- the page -------------------------------------------------------------------------------------
@@ -228,8 +259,9 @@ def go_to(n: int, *, to: int) -> None:
     two slides. A press applied twice lands on the same slide."""
     ss = st.session_state
     ss["wt_notice"] = None
-    ss["wt_slide"] = min(max(int(to), 1), n)
-    live_class.moved(ss["wt_slide"], n)
+    to = min(max(int(to), 1), n)
+    if live_class.moved(to, n):  # a teacher's move is in the store first, or not made at all
+        ss["wt_slide"] = to
 
 
 def _nav(k: int, n: int) -> None:
@@ -272,6 +304,7 @@ def _nav(k: int, n: int) -> None:
             icon=":material/last_page:",
         )
         st.markdown(f"**Slide {k} of {n}**")
+        live_class.tools()  # the teacher's menu, in a class only
 
 
 def _code(slide: deck.Slide, phone: bool) -> None:
@@ -304,17 +337,27 @@ def page() -> None:
     k = ss["wt_slide"]
     ss["wt_shown"] = k
     slide = slides[k - 1]
+    qs = _questions(query)
     _nav(k, n)
-    live_class.panel(query, n, slides, _questions(query))  # only while in a class
-    with st.container(key="wt_title"):
-        st.markdown(f"## {k}. {slide.title}")
-    _code(slide, screen.phone)
-    with st.container(key="wt_narration"):
-        st.markdown(slide.narration)
-    height = figure_height(screen, slide, live_class.height_above())
-    spec, text = _figure(query, k - 1, screen.style.name, height)
-    st.plotly_chart(spec, key="wt_fig", config=PLOT_CONFIG, width="stretch", theme=None, alt=text)
-    with st.expander("Text description of the figure", key="wt_description"):
-        st.text(text)
+    beside = live_class.question_beside(qs, screen.phone)  # a question on screen, not a phone
+    live_class.panel(query, n, slides, qs)  # only while in a class
+    main, side = st.columns([3, 2], gap="medium") if beside else (st.container(), None)
+    with main:
+        with st.container(key="wt_title"):
+            st.markdown(f"## {k}. {slide.title}")
+        _code(slide, screen.phone)
+        with st.container(key="wt_narration"):
+            st.markdown(slide.narration)
+        above = live_class.height_above(screen.w)
+        style, height = figure_fit(screen, slide, above, SLIDE_SHARE if beside else 1.0)
+        spec, text = _figure(query, k - 1, style.name, height)
+        st.plotly_chart(
+            spec, key="wt_fig", config=PLOT_CONFIG, width="stretch", theme=None, alt=text
+        )
+        with st.expander("Text description of the figure", key="wt_description"):
+            st.text(text)
+    if side is not None:
+        with side:
+            live_class.live(n, slides, qs)  # the poll, with the question beside the slide
     live_class.start_or_join(query, n)  # only while in no class
     live_class.write_link(query, k)
