@@ -18,6 +18,7 @@ import hashlib
 import hmac
 import re
 import secrets
+import unicodedata
 
 from attnviz.errors import AttnvizError
 
@@ -108,19 +109,36 @@ def parse_session(text: object) -> str:
 
 
 MAX_NAME_CHARS = 40
+#: what a name may be before anything is done with it (room for spaces a paste adds)
+MAX_NAME_INPUT = 4 * MAX_NAME_CHARS
+MAX_MARKS = 3  # combining marks on one letter (Vietnamese uses two)
+_INVISIBLE = dict.fromkeys(map(ord, "\u200b\u2060\ufeff"))  # zero-width spaces a paste brings
 
 
 def parse_name(text: object) -> str:
     """An optional display name: printable, at most 40 characters after trimming ('' for none).
 
-    Shown only as plain text. Control characters and anything longer are refused."""
+    Shown only as plain text. The length is checked first, before any work on the text; then
+    compatibility forms are folded (NFKC: a ligature or a presentation form becomes its letters,
+    and counts as them), zero-width spaces dropped and whitespace collapsed. Control characters,
+    more than three combining marks on one letter, presentation forms that do not fold (a whole
+    phrase in one glyph, U+FDFD) and anything longer are refused."""
     if text is None:
         return ""
     if not isinstance(text, str):
         raise AttnvizError("A display name is text.")
-    name = " ".join(text.split())
+    if len(text) > MAX_NAME_INPUT:
+        raise AttnvizError(f"A display name has at most {MAX_NAME_CHARS} characters.")
+    name = " ".join(unicodedata.normalize("NFKC", text).translate(_INVISIBLE).split())
     if len(name) > MAX_NAME_CHARS:
         raise AttnvizError(f"A display name has at most {MAX_NAME_CHARS} characters.")
     if any(not c.isprintable() for c in name):
         raise AttnvizError("A display name cannot hold control characters.")
+    if any(0xFB00 <= ord(c) <= 0xFDFF or 0xFE70 <= ord(c) <= 0xFEFF for c in name):
+        raise AttnvizError("A display name is written in letters, not presentation forms.")
+    marks = 0
+    for c in name:
+        marks = marks + 1 if unicodedata.combining(c) else 0
+        if marks > MAX_MARKS:
+            raise AttnvizError("A display name cannot stack that many accents on one letter.")
     return name
