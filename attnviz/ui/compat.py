@@ -79,11 +79,15 @@ class Target:
         return obj
 
     def problem(self) -> str | None:
-        """What is wrong with this target on the installed Streamlit, or None."""
+        """What is wrong with this target on the installed Streamlit, or None (a target this
+        module has replaced already is judged by Streamlit's own, kept in ``_original``)."""
         try:
             obj = self.resolve()
         except (ImportError, AttributeError, KeyError) as e:
             return f"{self.path} is missing ({type(e).__name__}: {e})"
+        key = next((k for f, k in _REPLACEMENTS.items() if f is obj), None)
+        if key is not None:
+            obj = _original[key]
         if self.params is None:
             return None
         try:
@@ -119,9 +123,11 @@ def _session_attr(name: str) -> Any:
     return getattr(AppSession, name)
 
 
-def _set_session_attr(name: str, value: Any) -> None:
+def _replace_session_attr(name: str, value: Any) -> None:
+    """AppSession.name = value, keeping Streamlit's own in ``_original`` (for checks and tests)."""
     from streamlit.runtime.app_session import AppSession
 
+    _original.setdefault(name, getattr(AppSession, name))
     setattr(AppSession, name, value)
 
 
@@ -189,8 +195,7 @@ def _request_rerun(self, client_state) -> None:
 
 
 def _apply_fragment_resume() -> None:
-    _original.setdefault("request_rerun", _session_attr("request_rerun"))
-    _set_session_attr("request_rerun", _request_rerun)
+    _replace_session_attr("request_rerun", _request_rerun)
 
 
 # ---- batched_hand_off: one wake-up of the event loop per batch of a session's events ----------------
@@ -254,8 +259,7 @@ def streamlit_hand_over() -> Callable:
 
 
 def _apply_batched_hand_off() -> None:
-    _original.setdefault("_call_soon_on_event_loop", _session_attr("_call_soon_on_event_loop"))
-    _set_session_attr("_call_soon_on_event_loop", hand_over)
+    _replace_session_attr("_call_soon_on_event_loop", hand_over)
 
 
 # ---- nodelay ------------------------------------------------------------------------------------------
@@ -272,13 +276,13 @@ PATCHES: dict[str, Patch] = {
     "clear_cache": Patch(
         targets=(Target(f"{_SESSION}._handle_clear_cache_request", ("self",)),),
         optional=False,
-        apply=lambda: _set_session_attr("_handle_clear_cache_request", _refuse_clear_cache),
+        apply=lambda: _replace_session_attr("_handle_clear_cache_request", _refuse_clear_cache),
         applied=lambda: _session_attr("_handle_clear_cache_request") is _refuse_clear_cache,
     ),
     "git_info": Patch(
         targets=(Target(f"{_SESSION}._handle_git_information_request", ("self",)),),
         optional=False,
-        apply=lambda: _set_session_attr("_handle_git_information_request", _refuse_git_info),
+        apply=lambda: _replace_session_attr("_handle_git_information_request", _refuse_git_info),
         applied=lambda: _session_attr("_handle_git_information_request") is _refuse_git_info,
     ),
     "widget_values": Patch(
@@ -318,6 +322,14 @@ PATCHES: dict[str, Patch] = {
     ),
 }
 
+#: each function this module puts in Streamlit's place -> the key of Streamlit's own in _original
+_REPLACEMENTS = {
+    _refuse_clear_cache: "_handle_clear_cache_request",
+    _refuse_git_info: "_handle_git_information_request",
+    _read_widget: "WStates.__getitem__",
+    _request_rerun: "request_rerun",
+    hand_over: "_call_soon_on_event_loop",
+}
 _lock = threading.Lock()
 _state: dict[str, bool] = {}  # name -> in force, once install() has run
 
