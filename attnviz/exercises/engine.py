@@ -151,8 +151,8 @@ COMMON: dict[str, Entry] = {
         "",
         "Your numbers are right; only the dtype is off, because your code converts it: `.float()`, "
         "`.double()`, `.half()`, `.to(dtype)` and `.type(...)` give that dtype whatever the inputs "
-        "are. Leave the dtype alone (products and sums keep it), or convert back to an input's "
-        "own dtype (`.to(net_output.dtype)`).",
+        "are. Leave the dtype alone (torch operations keep it), or convert back with "
+        "`.to(x.dtype)`, where x is one of your function's inputs.",
     ),
     "dtype_changed": Entry(
         "",
