@@ -20,17 +20,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import socket
 import statistics
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # scripts/ lives beside benchmarks/
 
+from scripts import streamlit_server  # noqa: E402  (one way to start the app)
 from scripts.chromium import CHROMIUM, CHROMIUM_ARGS  # noqa: E402  (one way to start chromium)
 
 
@@ -76,34 +75,22 @@ def bench_rerun(n: int) -> None:
     print("target: <= 150 ms of server time per rerun")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def bench_first_paint(loads: int) -> None:
     if not Path(CHROMIUM).exists():
         print(f"first paint: skipped, no chromium at {CHROMIUM}")
         return
     from playwright.sync_api import sync_playwright
 
-    port = _free_port()
-    cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port)]
-    cmd += ["--server.address", "127.0.0.1", "--server.headless", "true"]
-    cmd += ["--server.fileWatcherType", "none"]
+    port = streamlit_server.free_port()
+    cmd = streamlit_server.command(port, args=["--server.fileWatcherType", "none"])
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/"
     try:
         t_start = time.perf_counter()
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}_stcore/health", timeout=2):
-                    break
-            except OSError:
-                if proc.poll() is not None:
-                    raise SystemExit("streamlit did not start") from None
-                time.sleep(0.1)
+        try:
+            streamlit_server.wait_healthy(url.rstrip("/"), proc)
+        except streamlit_server.ServerError as e:
+            raise SystemExit(str(e)) from None
         print(f"server answers its health check after {time.perf_counter() - t_start:.1f} s")
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
@@ -141,21 +128,15 @@ def bench_first_paint(loads: int) -> None:
 
 
 def _start_server(port: int, root: Path = ROOT) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port)]
-    cmd += ["--server.address", "127.0.0.1", "--server.headless", "true"]
+    cmd = streamlit_server.command(port)
     proc = subprocess.Popen(
         cmd, cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, env=_env(root)
     )
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(600):
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2):
-                return proc
-        except OSError:
-            if proc.poll() is not None:
-                raise SystemExit("streamlit did not start") from None
-            time.sleep(0.1)
-    raise SystemExit("streamlit did not answer its health check")
+    try:
+        streamlit_server.wait_healthy(f"http://127.0.0.1:{port}", proc)
+    except streamlit_server.ServerError as e:
+        raise SystemExit(str(e)) from None
+    return proc
 
 
 def _env(root: Path) -> dict[str, str]:
@@ -175,7 +156,7 @@ def _cpu_s(pid: int) -> float:
 def bench_protocol(n: int, root: Path = ROOT) -> None:
     from scripts.stclient import Session
 
-    port = _free_port()
+    port = streamlit_server.free_port()
     proc = _start_server(port, root)
     cpu: dict[str, float] = {}
 

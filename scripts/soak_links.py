@@ -16,16 +16,15 @@ no answer within the timeout). Asserts nothing about speed: it reports.
 from __future__ import annotations
 
 import argparse
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 from urllib.parse import urlencode
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from scripts import streamlit_server  # noqa: E402
 from scripts.stclient import ProtocolError, Session  # noqa: E402
 
 WARM_TABS = (
@@ -71,27 +70,16 @@ def hostile_links(n: int) -> list[str]:
     return out
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _start() -> tuple[subprocess.Popen, str]:
-    port = _free_port()
-    cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port)]
-    cmd += ["--server.address", "127.0.0.1", "--server.headless", "true"]
+    port = streamlit_server.free_port()
+    cmd = streamlit_server.command(port)
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
-    for _ in range(600):
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2):
-                return proc, url
-        except OSError:
-            if proc.poll() is not None:
-                raise SystemExit("streamlit did not start") from None
-            time.sleep(0.1)
-    raise SystemExit("streamlit did not answer its health check")
+    try:
+        streamlit_server.wait_healthy(url, proc)
+    except streamlit_server.ServerError as e:
+        raise SystemExit(str(e)) from None
+    return proc, url
 
 
 def main() -> None:

@@ -10,10 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-import socket
-import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
@@ -28,51 +25,20 @@ from attnviz.ui.safe import inert, literal
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from scripts import streamlit_server  # noqa: E402
 from scripts.stclient import Session  # noqa: E402
 
 APP = str(ROOT / "app.py")
-PORTS = range(8760, 8780)  # this suite's share of the project's ports
 TRACEBACK = re.compile(r"Traceback|File \"|Error:|Exception")
 BIG = "A" * 200_000
-
-
-def _port() -> int:
-    for port in PORTS:
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    pytest.skip("no free port in 8760-8779")
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     """A real server on loopback; yields (url, path of its log)."""
-    port = _port()
     log = tmp_path_factory.mktemp("server") / "streamlit.log"
-    cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port)]
-    cmd += ["--server.address", "127.0.0.1", "--server.headless", "true"]
-    with log.open("w") as out:
-        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(600):
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2):
-                    break
-            except OSError:
-                if proc.poll() is not None:
-                    pytest.fail(f"streamlit exited: {log.read_text()[-2000:]}")
-                time.sleep(0.1)
-        yield url, log
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+    with streamlit_server.serve(log_path=log) as running:
+        yield running.url, log
 
 
 def _lookups(url: str, cache: str, result: str) -> int:

@@ -7,15 +7,11 @@ The Playground's and the Walkthrough's behaviour in a browser: test_browser, tes
 
 from __future__ import annotations
 
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
+from scripts import streamlit_server
 from scripts.chromium import CHROMIUM, CHROMIUM_ARGS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -33,27 +29,8 @@ PAGES = {  # url path: an element only that page draws once its script has run
 def url():
     if not Path(CHROMIUM).exists():
         pytest.skip(f"Debian's chromium is missing at {CHROMIUM} (apt-get install -y chromium)")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port)]
-    cmd += ["--server.address", "127.0.0.1", "--server.headless", "true"]
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                with urllib.request.urlopen(f"{base}/_stcore/health", timeout=2):
-                    break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"streamlit did not start on {base} (exit code {proc.poll()})")
-                time.sleep(0.3)
-        yield base
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+    with streamlit_server.serve() as server:
+        yield server.url
 
 
 @pytest.fixture(scope="module")

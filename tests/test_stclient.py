@@ -3,16 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
+from scripts import streamlit_server
 from scripts.stclient import Session
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -20,37 +15,12 @@ pytestmark = pytest.mark.slow
 TITLE = "Attention-weighted aggregation, through broadcasting"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def url(tmp_path_factory):
     """The app served on a free loopback port; stopped at the end."""
-    port = _free_port()
-    cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port)]
-    cmd += ["--server.address", "127.0.0.1", "--server.headless", "true"]
-    log = (tmp_path_factory.mktemp("stclient") / "server.log").open("wb")
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=os.environ)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                with urllib.request.urlopen(f"{base}/_stcore/health", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("streamlit did not start") from None
-                time.sleep(0.5)
-        yield base
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-        log.close()
+    log = tmp_path_factory.mktemp("stclient") / "server.log"
+    with streamlit_server.serve(log_path=log) as server:
+        yield server.url
 
 
 def test_first_load_shows_the_page_title(url):

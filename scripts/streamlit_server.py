@@ -1,0 +1,108 @@
+"""The app served by a real Streamlit process, started the one way tests, scripts and benchmarks do.
+
+    with streamlit_server.serve(log_path=tmp / "server.log") as server:
+        requests.get(server.url)           # http://127.0.0.1:PORT, healthy
+        server.proc.pid                    # the process, to measure or to kill
+
+The server runs ``python -m streamlit run app.py`` from the repository on a free port of the given
+loopback (or other) address, headless, with any extra ``--option value`` arguments and environment;
+``serve`` (from this checkout, or ``root``: another one, for a comparison) waits until ``/_stcore/health`` answers (the process exiting first, or the deadline,
+raises ``ServerError`` with the log's tail), and stops the process on the way out.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+class ServerError(RuntimeError):
+    """The server did not become healthy."""
+
+
+@dataclasses.dataclass
+class Server:
+    url: str
+    port: int
+    proc: subprocess.Popen
+    log_path: Path | None
+
+
+def free_port(address: str = "127.0.0.1") -> int:
+    """A port nothing listens on at ``address`` now."""
+    with socket.socket() as s:
+        s.bind((address, 0))
+        return s.getsockname()[1]
+
+
+def wait_healthy(url: str, proc: subprocess.Popen | None = None, timeout_s: float = 120.0) -> None:
+    """Until ``url``/_stcore/health answers 200; ServerError if ``proc`` exits or time runs out."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            pass
+        if proc is not None and proc.poll() is not None:
+            raise ServerError(f"the server at {url} exited with code {proc.returncode}")
+        if time.monotonic() > deadline:
+            raise ServerError(f"the server at {url} was not healthy within {timeout_s:g} s")
+        time.sleep(0.2)
+
+
+def command(port: int, address: str = "127.0.0.1", args: Sequence[str] = ()) -> list[str]:
+    """The command line that serves app.py on ``address:port``."""
+    cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port)]
+    return cmd + ["--server.address", address, "--server.headless", "true", *args]
+
+
+@contextlib.contextmanager
+def serve(
+    *,
+    address: str = "127.0.0.1",
+    port: int | None = None,
+    args: Sequence[str] = (),
+    env: dict[str, str] | None = None,
+    log_path: Path | None = None,
+    timeout_s: float = 120.0,
+    root: Path = REPO,
+) -> Iterator[Server]:
+    """A healthy server for the ``with`` block; stopped (terminated, then killed) afterwards."""
+    port = port or free_port(address)
+    out = open(log_path, "wb") if log_path is not None else subprocess.DEVNULL  # noqa: SIM115
+    proc = subprocess.Popen(
+        command(port, address, args),
+        cwd=root,
+        stdout=out,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, **(env or {})},
+    )
+    url = f"http://{address}:{port}"
+    try:
+        try:
+            wait_healthy(url, proc, timeout_s)
+        except ServerError as e:
+            tail = log_path.read_text(errors="replace")[-2000:] if log_path else ""
+            raise ServerError(f"{e}\n{tail}") from None
+        yield Server(url, port, proc, log_path)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        if log_path is not None:
+            out.close()
