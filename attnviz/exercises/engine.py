@@ -19,10 +19,9 @@ Python loop, the result keeps its gradient), then writes one ``CheckResult``:
 
 from __future__ import annotations
 
-import enum
 import re
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -34,26 +33,10 @@ from attnviz.exercises.answer_key import HINT as ANSWER_KEY_HINT
 from attnviz.exercises.answer_key import Watch
 from attnviz.exercises.cases import dtype_name
 from attnviz.exercises.explain import explain
-from attnviz.exercises.probe import DtypeChange, Probe, dtype_change, dtype_key
+from attnviz.exercises.observe import observe
+from attnviz.exercises.outcome import Case, Kind, Outcome, shape_words
+from attnviz.exercises.probe import Probe, dtype_change, dtype_key
 from attnviz.exercises.result import NOT_ATTEMPTED, CheckResult, Status
-
-
-class Kind(enum.Enum):
-    """What happened on one case."""
-
-    OK = "ok"
-    EXCEPTION = "exception"
-    NONE = "none"
-    TYPE = "type"
-    SHAPE = "shape"
-    DTYPE = "dtype"
-    DEVICE = "device"
-    VALUES = "values"
-    MUTATED = "mutated"
-    COPY = "copy"
-    DETACHED = "detached"
-    WRONG = "wrong"  # a judge of a non-tensor answer found it wrong (its keys say how)
-
 
 # kinds that name their own mistake (the key of its entry in the registry)
 _KIND_KEYS = {
@@ -64,44 +47,6 @@ _KIND_KEYS = {
     Kind.DEVICE: "wrong_device",
     Kind.DETACHED: "detached",
 }
-
-
-@dataclass(frozen=True)
-class Case:
-    """One call of the student's function. expected is hidden: never formatted into a message."""
-
-    label: str  # "the T == H trap"
-    args: tuple  # what the student's function is called with
-    names: tuple[str, ...]  # the argument names, for messages
-    expected: object
-    sizes: dict[str, int] = field(default_factory=dict)  # {"B": 2, "T": 3, "H": 5}
-    context: object = None  # what a judge needs besides the output (e.g. a pretend GPU)
-    shapes: str = ""  # the inputs in words, fixed before the student's code can modify them
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "shapes", _describe(self.names, self.args))
-
-    @property
-    def where(self) -> str:
-        return f"{self.label} ({self.shapes})" if self.shapes else self.label
-
-    @property
-    def needs_grad(self) -> bool:
-        return any(isinstance(a, Tensor) and a.requires_grad for a in self.args)
-
-
-def _describe(names: Sequence[str], args: Sequence[object]) -> str:
-    parts = []
-    for name, a in zip(names, args, strict=True):
-        if isinstance(a, Tensor):
-            dt = "" if a.dtype in (torch.float32, torch.bool) else f" {dtype_name(a.dtype)}"
-            grad = " (requires grad)" if a.requires_grad else ""
-            parts.append(f"{name} {tuple(a.shape)}{dt}{grad}")
-        elif isinstance(a, torch.dtype):
-            parts.append(f"{name}={dtype_name(a)}")
-        elif not callable(a):
-            parts.append(f"{name}={a!r}")
-    return ", ".join(parts)
 
 
 @dataclass(frozen=True)
@@ -166,25 +111,6 @@ COMMON: dict[str, Entry] = {
         "sizes and on a GPU. Let broadcasting and one reduction do the whole batch at once.",
     ),
 }
-
-
-@dataclass
-class Outcome:
-    """What happened on one case."""
-
-    case: Case
-    kind: Kind = Kind.OK
-    ok: bool = False
-    detail: str = ""
-    output: object = None
-    exc: BaseException | None = None
-    mutated: tuple[str, ...] = ()
-    note: str = ""
-    keys: tuple[str, ...] = ()  # mistakes the judge itself recognised
-    ops: int = 0  # torch operations the call ran
-    failed_op: tuple[str, tuple[tuple[int, ...], ...]] | None = None
-    changes: tuple[DtypeChange, ...] = ()  # where a dtype was made or converted (the probe's)
-    answer_key: str = ""  # the library answer the call used, e.g. "attnviz.weighted_sum"
 
 
 @dataclass(frozen=True)
@@ -362,25 +288,6 @@ def judge_tensor(out: Outcome) -> Outcome:
     return out
 
 
-_OUT_LETTERS = {
-    1: [("B",), ("H",), ("T",)],
-    2: [("B", "H"), ("B", "T"), ("H", "B"), ("T", "H")],
-    3: [("B", "T", "H"), ("B", "T", "1"), ("B", "1", "H")],
-}
-
-
-def shape_words(case: Case, want: Tensor | tuple) -> str:
-    """A shape in letters and numbers, e.g. (B, H) = (2, 5), when the letters are unambiguous."""
-    shape = tuple(want.shape) if isinstance(want, Tensor) else tuple(want)
-    sizes = {**case.sizes, "1": 1}
-    fits = [
-        c
-        for c in _OUT_LETTERS.get(len(shape), [])
-        if case.sizes and all(sizes.get(x) == s for x, s in zip(c, shape, strict=True))
-    ]
-    return f"({', '.join(fits[0])}) = {shape}" if fits else str(shape)
-
-
 # --------------------------------------------------------------------------------------------
 # Recognising a mistake by computing it
 
@@ -504,8 +411,6 @@ def _judge(ex: Exercise, o: Outcome) -> Outcome:
 
 def run(ex: Exercise, fn: object, cases: list[Case]) -> CheckResult:
     """Check fn on every case and say what was found."""
-    from attnviz.exercises.observe import observe  # it reads this module's Kind and Outcome
-
     if not callable(fn):
         return not_a_function(ex.name, fn, ex.arg_names)
     name = function_name(fn, ex)

@@ -9,7 +9,7 @@ import torch
 from torch import Tensor
 
 from attnviz.exercises.cases import join
-from attnviz.exercises.engine import Kind, Outcome, shape_words
+from attnviz.exercises.outcome import Kind, Outcome, shape_words
 
 _KIND_WORDS = {
     Kind.EXCEPTION: "it raised an error",

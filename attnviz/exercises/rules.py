@@ -25,7 +25,7 @@ import torch
 from torch import Tensor
 
 if TYPE_CHECKING:
-    from attnviz.exercises.engine import Case, Outcome
+    from attnviz.exercises.outcome import Case, Outcome
 
 _LOOPS = (ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp, ast.DictComp)
 _WORDS = {
