@@ -238,6 +238,20 @@ def test_a_bad_bind_address_or_public_url_is_refused_by_name(tmp_path, capsys, o
     assert not (tmp_path / "haproxy.cfg").exists()
 
 
+@pytest.mark.parametrize(
+    ("bind", "public_url", "told"),
+    [
+        ("127.0.0.1", "", "--bind 0.0.0.0"),
+        ("192.168.1.20", "", "students open http://192.168.1.20:8740/walkthrough"),
+        ("fd00::5", "", "students open http://[fd00::5]:8740/walkthrough"),
+        ("127.0.0.1", "https://class.example.org", "students open https://class.example.org/walk"),
+    ],
+)
+def test_start_tells_where_students_join(tmp_path, bind, public_url, told):
+    s = serve.Settings(run_dir=tmp_path, bind=bind, public_url=public_url)
+    assert told in "\n".join(serve.where_students_join(s))
+
+
 def _teacher_starts(url: str) -> tuple[Session, object]:
     """A teacher who opened the Walkthrough at url and started a class: the session and the
     run that drew the join section."""
