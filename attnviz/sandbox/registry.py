@@ -1,7 +1,7 @@
 """The one registry of what may be called: it is both the allow-list and the dispatch.
 
-``METHODS[name]`` is a tensor method ``x.name(...)``: its keyword arguments, whether its
-functional form ``torch.name(x, ...)`` is allowed, and the function that runs it. ``FUNCTIONS``
+``METHODS[name]`` is a tensor method ``x.<name>(...)``: its keyword arguments, whether its
+functional form ``torch.<name>(x, ...)`` is allowed, and the function that runs it. ``FUNCTIONS``
 holds what is only a function (``einsum``, ``bmm``; also callable as ``torch.einsum``...). The
 static checker approves a call only if its name is here; the interpreter runs exactly the entry
 it finds here, so the two can never disagree. Every runner checks its arguments and sizes

@@ -37,6 +37,12 @@ MAX_EXPR_CHARS = link.MAX_EXPR_CHARS
 MAX_ROWS = 80  # steps shown (and cached) per expression
 MAX_TEXT = 160  # characters of a step's source or note kept in the cache
 MAX_PREVIEW = 600  # elements of a result drawn (and cached) as a figure
+HELP = (
+    "Indexing with ints, slices, None and ... (several, as torch reads them), + - * / @, "
+    ".sum/.mean/.amax/.softmax/.unsqueeze/.view/.expand/.size/.double/.round and other pure "
+    "tensor methods, * unpacking (x.view(*x.shape, 1)), einsum(...) with any number of operands, "
+    "torch.einsum/torch.bmm/torch.sum(...). Anything else is not supported here."
+)  # what the box runs; tests/test_sandbox_claims.py checks it against the registry
 _SAID = "not supported here: "
 CACHE_ENTRIES = 32
 CACHE_TTL = 600  # seconds
@@ -205,9 +211,7 @@ def section(
         f"Expression over {names}",
         key="pg_expr",
         max_chars=MAX_EXPR_CHARS,
-        help="Indexing, None and ..., + - * / @, .sum/.mean/.softmax/.unsqueeze/.expand and other "
-        "pure tensor methods, einsum(...), torch.einsum/torch.bmm/torch.sum(...). Nothing else "
-        "runs.",
+        help=HELP,
     )
     _controls.remember("pg_expr")
     expr = str(expr or "")[:MAX_EXPR_CHARS]
