@@ -199,3 +199,92 @@ def test_the_figure_description_quoting_the_expression_is_plain_text():
     at = _type(_expr_tab(), "(net_output * att_scores[..., None]).sum(1) * 1")
     assert any("Heatmap of shape (2, 5)" in t.value for t in at.text)
     assert not any("Heatmap" in c.value for c in at.caption)
+
+
+# ---- judged beyond the example, in the page; the colours say mistake or not supported ------------
+
+
+def _uniform_square(expr: str) -> AppTest:
+    at = _app({"p": "uniform", "s": "2x4x4", "tab": "expr", "e": expr})
+    assert at.text_input(key="pg_expr").value == expr
+    return at
+
+
+@pytest.mark.parametrize(
+    ("expr", "because"),
+    [
+        ("net_output.mean(1)", "1/T = 1/4"),
+        ("(net_output * att_scores[:, None]).sum(1)", "1/T = 1/4"),
+        ("net_output.sum(1) / 4", "never uses att_scores"),
+    ],
+)
+def test_an_answer_right_on_the_example_only_is_a_mistake_and_says_why(expr, because):
+    at = _uniform_square(expr)
+    assert not at.success
+    assert len(at.error) == 1 and "Right on this example only" in at.error[0].value
+    assert because in _texts(at)
+
+
+def test_a_right_answer_on_the_uniform_square_example_is_right():
+    at = _uniform_square("(net_output * att_scores.view(*att_scores.shape, 1)).sum(1)")
+    assert len(at.success) == 1 and "hidden random inputs" in at.success[0].value
+    assert not at.error
+
+
+@pytest.mark.parametrize(
+    "expr",
+    [
+        "(net_output * att_scores[..., None]).sum(axis=0)",  # a wrong shape
+        "(net_output * att_scores[..., None]).sum(2)",  # the hidden axis summed: (2, 3)
+        "net_output.sum(1)",  # wrong numbers
+        "net_output * att_scores",  # shapes that clash
+        "net_output.sum",  # a method not called
+    ],
+)
+def test_every_mistake_has_the_same_colour(expr):
+    at = _type(_expr_tab(), expr)
+    assert len(at.error) == 1 and not at.warning and not at.success
+
+
+@pytest.mark.parametrize(
+    ("expr", "head"),
+    [
+        ("net_output.view(torch.int32)", "Not supported here"),
+        ("net_output.sum(**{'dim': 1})", "Not supported here"),
+        ("net_output.__class__", "Not supported here"),
+        ("net_output[net_output > 0]", "Not supported here"),
+        ("att_scores.repeat(1000, 1000)", "Too large to run here"),
+    ],
+)
+def test_what_the_box_does_not_run_is_neutral(expr, head):
+    at = _type(_expr_tab(), expr)
+    assert not at.error and not at.warning and not at.success
+    assert [i.value for i in at.info] == [head + ":"]
+    assert "not defined" not in _texts(at)
+
+
+@pytest.mark.parametrize(
+    "expr",
+    ["net_output * att_scores", "net_output.view(torch.int32)", "att_scores[..., 0, ..., 1]"],
+)
+def test_messages_show_no_raw_backticks(expr):
+    at = _type(_expr_tab(), expr)
+    shown = [c.value for c in at.code if c.value.splitlines()[0] != expr]  # not the pointer
+    shown += [e.value for e in (*at.error, *at.info)] + [t.value for t in at.text]
+    assert shown and not any("`" in v for v in shown), shown
+
+
+@pytest.mark.parametrize(
+    "expr",
+    [
+        "(net_output * att_scores.view(*att_scores.shape, 1)).sum(1)",
+        "(net_output * att_scores.view(att_scores.size(0), att_scores.size(1), 1)).sum(1)",
+        "(net_output.double() * att_scores.double()[..., None]).sum(1)",
+        'torch.einsum("bth,bt,b,b,b->bh", net_output, att_scores, att_scores[:, 0] * 0 + 1, '
+        "att_scores[:, 0] * 0 + 1, att_scores[:, 0] * 0 + 1)",
+        "(net_output[..., ..., :] * att_scores[..., None, ...]).sum(1)",
+    ],
+)
+def test_right_forms_written_as_students_write_them_get_a_success(expr):
+    at = _type(_expr_tab(), expr)
+    assert len(at.success) == 1 and not at.error and not at.info
