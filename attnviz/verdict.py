@@ -19,6 +19,7 @@ the wrong axis, a missing softmax or mask, a transposed result...
 from __future__ import annotations
 
 import enum
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -398,7 +399,8 @@ def judge_expression(
 
     net_output (B, T, H), att_scores (B, T), mask (B, T) or None -> a Verdict about (B, H).
     Every run goes through the sandbox with its limits; the hidden inputs are at most 6 per axis
-    beyond the example's own shape, so judging costs a few evaluations of the example's size.
+    beyond the example's own shape, so judging costs three evaluations of about the example's
+    size, and, for an answer right here only, at most one sandbox time budget of probes more.
     """
     v = judge(trace.result, net_output, att_scores, mask=mask, normalize=normalize)
     if not v.right:
@@ -423,11 +425,13 @@ def judge_expression(
             max_abs_diff=v.max_abs_diff,
             checked=checked,
         )
-    broken = [
-        p
-        for p in hidden.probes(net_output, att_scores, mask, normalize)
-        if not _right(_run(expr, p.case), p.case, normalize)
-    ]
+    broken = []
+    stop = time.perf_counter() + sandbox.DEFAULT_LIMITS.time_budget  # explaining is bounded too
+    for p in hidden.probes(net_output, att_scores, mask, normalize):
+        if time.perf_counter() > stop:
+            break
+        if not _right(_run(expr, p.case), p.case, normalize):
+            broken.append(p)
     implied = {k for p in broken for k in p.implies}
     reasons = [p.because for p in broken if p.key not in implied]
     same_ok = all(case.shape != shape for case, _ in failed)
