@@ -421,6 +421,10 @@ class Session:
             run.bytes += size
             kind = fm.WhichOneof("type")
             if kind == "new_session":
+                if not fm.metadata.run.fragment_ids and self.auto_reruns:
+                    # a full run the server started itself (st.rerun in a fragment): as in a
+                    # browser, it draws the page again and registers its fragments' timers again
+                    self.tree, self.auto_reruns = {}, {}
                 self.session_id = fm.new_session.initialize.session_id or self.session_id
                 self.page_script_hash = fm.new_session.page_script_hash
                 self._learn_pages(fm.new_session.app_pages)

@@ -77,6 +77,18 @@ def _counted(html: str, label: str) -> int:
     return next((int(n) for shown, n in bars if shown.removesuffix(" ✓") == label), 0)
 
 
+def _private_link(run) -> str:
+    """The teacher's private link, as the page hands it to its own component to copy (it is never
+    drawn on the page)."""
+    for msg in run.messages:
+        element = msg.delta.new_element
+        if msg.delta.HasField("new_element") and element.HasField("component_instance"):
+            copy = json.loads(element.component_instance.json_args or "{}").get("copy", "")
+            if copy:
+                return copy
+    raise AssertionError("no private link for the component to copy")
+
+
 def _processes_gone(pids: list[int]) -> bool:
     for pid in pids:
         try:
@@ -96,10 +108,12 @@ def test_a_live_class_on_two_replicas_sharing_redis_survives_a_restart(class_ser
         teacher = Session(s.url, path="walkthrough")
         sessions.append(teacher)
         assert teacher.rerun().ok
-        _click(teacher, "wt_start")
+        teacher.click("wt_start")
+        started = teacher.rerun()
+        assert started.ok, (started.status, started.exceptions)
         code = re.search(r"class=([A-Z0-9]{9})", teacher.query_string)[1]
-        private = next(e.text for e in teacher.tree.values() if "&teacher=" in e.text)
-        token = parse_qs(urlsplit(private).query)["teacher"][0]
+        assert not any("&teacher=" in e.text for e in teacher.tree.values())  # never drawn
+        token = parse_qs(urlsplit(_private_link(started)).query)["teacher"][0]
 
         students = [
             Session(s.url, path="walkthrough", query_string=f"class={code}")
@@ -145,7 +159,8 @@ def test_a_live_class_on_two_replicas_sharing_redis_survives_a_restart(class_ser
         _poll(teacher, lambda page: "Ask the class" in page, "the question closed")
         for _ in range(_slide(AXIS.slide) - _slide(SHAPE.slide)):
             _click(teacher, "wt_next")
-        _poll(teacher, lambda page: AXIS.prompt in page, "the next question's button")
+        ask = f"wt_ask_{AXIS.id}"  # its prompt is the button's tooltip
+        _poll(teacher, lambda _: any(e.user_key == ask for e in teacher.tree.values()), ask)
         _click(teacher, f"wt_ask_{AXIS.id}")
         changer = students[-1]
         _answer(changer, AXIS, AXIS.label(AXIS.answer))  # a choice sends its label
@@ -180,7 +195,9 @@ def test_a_live_class_on_two_replicas_sharing_redis_survives_a_restart(class_ser
             _poll(st, lambda page: here in page, "the class follows after the restart")
 
         # the class ends: its data goes, and the students are told
-        _click(teacher, "wt_end")
+        _click(teacher, "wt_end")  # asks first
+        assert store.load(code, time.time()) is not None
+        _click(teacher, "wt_end_yes")
         assert store.load(code, time.time()) is None
         _poll(students[0], lambda page: "has ended" in page, "the student is told")
     finally:

@@ -1,0 +1,257 @@
+"""A live class held as a teacher and a mischievous student would, in real browsers (slow): Debian's
+chromium through Playwright on one `streamlit run app.py` (SQLite), with the harness of
+tests/test_live_browser.py (its server, its websocket observer, its waits: no fixed sleeps).
+
+- The teacher stays the teacher: the private link is copied, never drawn; opened in another
+  browser it lands on the class's slide, both screens announce the second device, and "Present
+  only here" revokes it at once (the old link too).
+- Keys a presenter expects: Space after a mouse click on Back advances, Space on a focused expander
+  opens it, a mouse click on a toggle leaves the next Space to the slides, a focused toggle takes
+  Space itself.
+- Slides that fit: every slide with a question, open and revealed, on the 1920x1080 projector, and
+  a student's figure above the fold of a 1366x768 laptop, read as bounding boxes from the DOM.
+- One student per browser: four tabs of one student count once and keep the name through a reload
+  and a server restart. End the class asks first.
+
+A teacher's replica killed mid-move: tests/test_serving_browser.py.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+
+from attnviz import examples
+from attnviz.classroom import Classroom, deck, open_store, questions
+from tests.test_live_browser import (
+    _CALM_APP,
+    _DRAWN,
+    LAPTOP,
+    N_SLIDES,
+    PROJECTOR,
+    WAIT_MS,
+    Server,
+    Wire,
+    _code,
+    _on_slide,
+    _open,
+    _open_all,
+    chromium,  # noqa: F401 -- the module's browser (a fixture)
+)
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+KEYS = [s.key for s in deck.story(*examples.classic()).slides]
+ASKED = sorted(1 + KEYS.index(q.slide) for q in questions(*examples.classic()))  # [3, 7, 8, 10, 12]
+ANNOUNCED = "Another device is presenting this class"
+
+# where the slide's parts are on screen (px from the window's top), and how far the page scrolls
+_BOXES = """() => {
+  const box = s => { const e = document.querySelector(s); if (!e) return null;
+                     const r = e.getBoundingClientRect(); return {top: r.top, bottom: r.bottom}; };
+  const main = document.querySelector('[data-testid=stMain]') || document.documentElement;
+  return {figure: box('[data-testid=stPlotlyChart]'), question: box('.st-key-wt_live_question'),
+          bar: box('.st-key-wt_live_bar'), scrolled: main.scrollTop + window.scrollY};
+}"""
+
+
+def _env(tmp_path) -> dict[str, str]:
+    return {"ATTNVIZ_DATA_DIR": str(tmp_path / "data"), "ATTNVIZ_CLASS_STORE": ""}
+
+
+def _room(env: dict[str, str]) -> Classroom:
+    return Classroom(open_store(env["ATTNVIZ_CLASS_STORE"], env["ATTNVIZ_DATA_DIR"]))
+
+
+def _boxes(page, wire: Wire) -> dict:
+    """The drawn slide's boxes, read while no run replaces them."""
+    while True:
+        wire.wait(lambda: wire.idle, "the page to finish its run")
+        page.wait_for_function(_DRAWN, timeout=WAIT_MS)
+        mark = (wire.connections, wire.asked)
+        boxes = page.evaluate(_BOXES)
+        if boxes["figure"] is not None and (wire.connections, wire.asked) == mark and wire.idle:
+            return boxes
+
+
+def _press(page, wire: Wire, key: str, slide: int) -> None:
+    wire.ready()
+    page.keyboard.press(key)
+    _on_slide(page, slide)
+
+
+def _click(page, wire: Wire, name: str | re.Pattern) -> None:
+    wire.ready()
+    page.get_by_role("button", name=name).click()
+
+
+def _menu(page, wire: Wire) -> None:
+    """Open the teacher's menu (the "Teacher" button in the slide buttons' row)."""
+    wire.ready()
+    page.locator(".st-key-wt_tools button").first.click()
+
+
+def _shows_question(page, revealed: bool) -> None:
+    name = "Close the question" if revealed else "Reveal the answer"
+    page.get_by_role("button", name=name).wait_for(timeout=WAIT_MS)
+    if revealed:
+        page.get_by_text(re.compile("^Answer: ")).wait_for(timeout=WAIT_MS)
+
+
+def test_the_teacher_stays_the_teacher_keys_act_where_they_should_and_slides_fit(
+    chromium,  # noqa: F811
+    tmp_path,
+):
+    env = _env(tmp_path)
+    server = Server(env, tmp_path / "streamlit.log")
+    server.start()
+    clipboard = ["clipboard-read", "clipboard-write"]
+    projector = chromium.new_context(viewport=PROJECTOR, permissions=clipboard)
+    photo = chromium.new_context(viewport=PROJECTOR)  # a student's browser with the link's photo
+    try:
+        teacher, wire = _open(projector, f"{server.url}/walkthrough")
+        teacher.get_by_text("Live class: start one, or join with a code").click()
+        _click(teacher, wire, "Start a live class")
+        code = _code(teacher)
+        teacher.get_by_text("Join at").wait_for(timeout=WAIT_MS)
+        wire.ready()
+        teacher.get_by_text("Show the join code").click()  # the mouse: QR hidden
+        teacher.get_by_text("Join at").wait_for(state="detached", timeout=WAIT_MS)
+
+        # keys: a mouse click on the toggle leaves Space to the slides; so does one on Back
+        _press(teacher, wire, " ", 2)
+        _click(teacher, wire, "Back")
+        _on_slide(teacher, 1)
+        _press(teacher, wire, " ", 2)  # advances, never presses the Back it clicked
+        _press(teacher, wire, "PageDown", 3)
+        assert _room(env).state(code).slide == 3
+        # Space on a focused expander opens it; on a focused toggle flips it: not the slide
+        wire.ready()
+        teacher.locator(".st-key-wt_description summary").focus()
+        teacher.keyboard.press(" ")
+        teacher.locator(".st-key-wt_description details[open]").wait_for(timeout=WAIT_MS)
+        switch = teacher.get_by_role("switch", name="Show the join code")
+        switch.focus()
+        teacher.keyboard.press(" ")
+        teacher.get_by_text("Join at").wait_for(timeout=WAIT_MS)
+        wire.ready()
+        assert teacher.get_by_text(f"Slide 3 of {N_SLIDES}", exact=True).is_visible()
+        assert _room(env).state(code).slide == 3
+        wire.ready()
+        teacher.get_by_text("Show the join code").click()  # hidden again, by the mouse
+        teacher.get_by_text("Join at").wait_for(state="detached", timeout=WAIT_MS)
+
+        # every slide with a question fits the projector, open and revealed
+        fits = {}
+        for k in ASKED:
+            while _room(env).state(code).slide < k:
+                _press(teacher, wire, "ArrowRight", _room(env).state(code).slide + 1)
+            for revealed in (False, True):
+                _click(teacher, wire, "Reveal the answer" if revealed else "Ask the class")
+                _shows_question(teacher, revealed)
+                fits[(k, revealed)] = boxes = _boxes(teacher, wire)
+                for part in ("figure", "question", "bar"):  # seen from the page's top
+                    bottom = boxes[part]["bottom"] + boxes["scrolled"]
+                    assert bottom <= PROJECTOR["height"], (k, revealed, part, boxes)
+            _click(teacher, wire, "Close the question")
+            teacher.get_by_role("button", name="Ask the class").wait_for(timeout=WAIT_MS)
+        print("\nprojector, question open / revealed:", fits)
+
+        # the private link: copied, never drawn
+        _menu(teacher, wire)
+        teacher.get_by_role("button", name=re.compile("Copy my private link")).click()
+        teacher.get_by_text("Copied.", exact=False).wait_for(timeout=WAIT_MS)
+        link = teacher.evaluate("() => navigator.clipboard.readText()")
+        token = re.search(r"teacher=([A-Za-z0-9_-]{32})", link)[1]
+        assert token not in teacher.inner_text("body")
+        teacher.keyboard.press("Escape")  # the menu closes
+
+        # a second device opens it: on the class's slide, announced on both screens
+        other, other_wire = _open(photo, link)
+        _on_slide(other, N_SLIDES)
+        for page in (teacher, other):
+            page.get_by_text(re.compile(ANNOUNCED)).wait_for(timeout=WAIT_MS)
+        _click(teacher, wire, "Present only here")
+        other.get_by_text(re.compile("no longer teaches it")).wait_for(timeout=WAIT_MS)
+        assert other.evaluate(f"() => localStorage.getItem('attnviz.teacher.{code}')") is None
+        teacher.get_by_text(re.compile(ANNOUNCED)).wait_for(state="detached", timeout=WAIT_MS)
+        other.goto(link)  # the old link, in the other browser
+        other.get_by_text(re.compile("teacher link is not valid")).wait_for(timeout=WAIT_MS)
+        _click(teacher, wire, "Back")
+        _on_slide(teacher, N_SLIDES - 1)
+        assert _room(env).state(code).slide == N_SLIDES - 1  # still the teacher, the only one
+
+        # End the class asks first
+        _menu(teacher, wire)
+        _click(teacher, wire, re.compile("End the class"))
+        teacher.get_by_text("End the class now?", exact=False).wait_for(timeout=WAIT_MS)
+        assert _room(env).state(code).code == code
+        _click(teacher, wire, "Yes, end the class")
+        teacher.get_by_text(re.compile("The class has ended")).wait_for(timeout=WAIT_MS)
+        assert (
+            open_store(env["ATTNVIZ_CLASS_STORE"], env["ATTNVIZ_DATA_DIR"]).load(code, time.time())
+            is None
+        )
+        for page in (teacher, other):
+            assert page.locator('[data-testid="stException"]').count() == 0
+    finally:
+        projector.close()
+        photo.close()
+        server.stop()
+
+
+def test_one_student_per_browser_keeps_their_name_and_sees_the_figure(
+    chromium,  # noqa: F811
+    tmp_path,
+):
+    env = _env(tmp_path)
+    server = Server(env, tmp_path / "streamlit.log")
+    server.start()
+    room = _room(env)
+    started = room.start()  # the teacher, without a browser
+    code, token = started.code, started.token
+    laptop = chromium.new_context(viewport=LAPTOP)
+    try:
+        first, wire = _open(laptop, f"{server.url}/walkthrough")
+        first.get_by_text("Live class: start one, or join with a code").click()
+        first.get_by_label("Class code").fill(code.lower())
+        first.get_by_label("Your name (optional, shown only as text)").fill("Bob")
+        _click(first, wire, "Join the class")
+        first.get_by_text(re.compile("following the teacher")).wait_for(timeout=WAIT_MS)
+        # three more tabs of the same browser on the join link: the same student
+        tabs = [(first, wire), *_open_all([laptop] * 3, f"{server.url}/walkthrough?class={code}")]
+        for page, _ in tabs:
+            page.get_by_text(re.compile("following the teacher")).wait_for(timeout=WAIT_MS)
+        assert room.store.members(code) == {first.url.split("me=")[1][:16]: "Bob"}
+        first.reload()
+        first.get_by_text(re.compile("following the teacher")).wait_for(timeout=WAIT_MS)
+        server.stop()
+        server.start()
+        for page, w in tabs:
+            w.wait(lambda w=w: w.connections >= 2 and w.idle, "the tab to reconnect")
+            page.wait_for_selector(_CALM_APP, state="attached", timeout=WAIT_MS)
+        assert list(room.store.members(code).values()) == ["Bob"]  # one student, named
+
+        # the class's questions, open and revealed: the figure starts above the laptop's fold
+        page, w = tabs[0]
+        for k in ASKED:
+            room.move(code, token, k, N_SLIDES)
+            _on_slide(page, k)
+            q = next(q for q in questions(*examples.classic()) if q.slide == KEYS[k - 1])
+            room.ask(code, token, q)
+            page.get_by_role("button", name="Send my answer").wait_for(timeout=WAIT_MS)
+            open_ = _boxes(page, w)
+            room.reveal(code, token)
+            page.get_by_text(re.compile("The answer: ")).wait_for(timeout=WAIT_MS)
+            revealed = _boxes(page, w)
+            for boxes in (open_, revealed):
+                assert boxes["figure"]["top"] + boxes["scrolled"] < LAPTOP["height"], (k, boxes)
+            room.close_question(code, token)
+        assert list(room.store.members(code).values()) == ["Bob"]
+        for page, _ in tabs:
+            assert page.locator('[data-testid="stException"]').count() == 0
+    finally:
+        laptop.close()
+        server.stop()
