@@ -115,9 +115,21 @@ def test_a_server_bound_to_one_address_lists_only_that_one():
 
 @pytest.mark.parametrize("listen", ["127.0.0.1", "127.0.0.2", "::1", "localhost"])
 def test_a_server_listening_on_loopback_only_is_not_reachable(listen):
-    t = join_target("http://127.0.0.2:8740/walkthrough", public_url="", listen=listen)
+    t = join_target("http://127.0.0.1:8740/walkthrough", public_url="", listen=listen)
     assert t.loopback and not t.listening and t.elsewhere == ()
-    assert urlsplit(t.join_url("ACDEFGHJK")).hostname == "127.0.0.2"
+    assert urlsplit(t.join_url("ACDEFGHJK")).hostname == "127.0.0.1"
+
+
+@pytest.mark.parametrize("host", ["localhost", "127.0.0.1", "[::1]", "0.0.0.0", "app.localhost"])
+def test_the_machines_own_default_names_warn_the_teacher(host):
+    assert join_target(f"http://{host}:8740/walkthrough", public_url="", listen="").loopback
+
+
+def test_an_address_typed_on_purpose_is_kept_without_a_warning():
+    """127.0.0.2 (the tests' stand-in for a school network's address) is no default name."""
+    t = join_target("http://127.0.0.2:8740/walkthrough", public_url="", listen="127.0.0.2")
+    assert not t.loopback and t.elsewhere == ()
+    assert t.join_url("ACDEFGHJK") == "http://127.0.0.2:8740/walkthrough?class=ACDEFGHJK"
 
 
 def test_a_forged_browser_url_falls_back_to_streamlits_default():

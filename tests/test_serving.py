@@ -290,6 +290,7 @@ def test_a_teacher_on_the_bound_address_hands_out_a_link_and_qr_code_to_it(serve
         link = _join_link(teacher)
         assert link == f"http://127.0.0.2:{server.proxy_port}/walkthrough?class={code}"
         assert _qr_code(teacher, run) == link
+        assert not [e.text for e in run.elements if e.text and e.text.startswith(WARNING)]
         # and the link works: a student who opens it through the proxy is in the class
         room = Classroom(open_store(server.class_store, None))
         with Session(server.url, path="walkthrough", query_string=f"class={code}") as student:

@@ -2,8 +2,9 @@
 
 The join link uses, in this order: the operator's public URL (``ATTNVIZ_PUBLIC_URL``, set by
 ``scripts/serve.py start --public-url``: a DNS name, or a front TLS proxy), else the address the
-teacher's browser used. When that address is loopback (127.0.0.0/8, ::1, ``localhost``), a student's
-phone would reach itself, not this machine: ``join_target`` says so, and lists the same page at each
+teacher's browser used. When that address is this machine's own default name (``localhost``,
+127.0.0.1, ::1: ``is_default_local``), a student's phone would reach itself, not this machine:
+``join_target`` says so, and lists the same page at each
 of this machine's reachable addresses (when the server listens on them) so the teacher can reopen it
 there before any student is told to join.
 
@@ -45,6 +46,26 @@ def is_loopback(host: str) -> bool:
     if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
         ip = ip.ipv4_mapped
     return ip.is_loopback
+
+
+def is_default_local(host: str) -> bool:
+    """True for the names a browser on the server's own machine opens it by: ``localhost`` (and
+    names under ``.localhost``), 127.0.0.1, ::1, 0.0.0.0. The teacher is warned for these. Other
+    loopback addresses (127.0.0.2, ...) are only ever typed on purpose (a test network, a tunnel):
+    the link keeps them and no warning is shown."""
+    host = host.strip().strip("[]").lower().rstrip(".")
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return ip.is_unspecified or ip in (
+        ipaddress.ip_address("127.0.0.1"),
+        ipaddress.ip_address("::1"),
+    )
 
 
 def parse_base_url(text: object) -> str:
@@ -150,7 +171,7 @@ def join_target(
     listening = listens_beyond_loopback(listen)
     if public_url:
         base = parse_base_url(public_url)
-        return JoinTarget(base, True, is_loopback(urlsplit(base).hostname or ""), listening)
+        return JoinTarget(base, True, is_default_local(urlsplit(base).hostname or ""), listening)
     try:
         base = parse_base_url(browser_url)
     except AttnvizError:
@@ -158,7 +179,7 @@ def join_target(
     parts = urlsplit(base)
     if parts.path.endswith(PAGE):  # the teacher was on the page: the site's root is above it
         base = urlunsplit((parts.scheme, parts.netloc, parts.path[: -len(PAGE)], "", ""))
-    loopback = is_loopback(parts.hostname or "")
+    loopback = is_default_local(parts.hostname or "")
     elsewhere: tuple[str, ...] = ()
     if loopback and listening:
         if addresses is None:
