@@ -27,10 +27,10 @@ from attnviz.classroom import (
     sqlite_store,
 )
 from attnviz.classroom import secret as sec
+from attnviz.classroom.backend import open_store
 from attnviz.classroom.redis_store import RedisStore
 from attnviz.classroom.service import PRESENT_S
 from attnviz.classroom.sqlite_store import SQLiteStore
-from attnviz.classroom.store import open_store
 
 REDIS = shutil.which("redis-server") or "/usr/bin/redis-server"
 N_SLIDES = 12

@@ -1,6 +1,6 @@
 """The live class, without streamlit: a teacher's walkthrough that students follow and answer.
 
-- ``store``: the ``Store`` interface, ``ClassRecord``, ``Phase`` and ``open_store()`` (SQLite file
+- ``store``: the ``Store`` interface, ``ClassRecord``, ``Phase``; ``backend.open_store()`` (SQLite file
   under ``$ATTNVIZ_DATA_DIR`` by default, Redis with ``ATTNVIZ_CLASS_STORE=redis://host:port/db``);
 - ``sqlite_store`` / ``redis_store``: the two backends, which pass one test module;
 - ``service``: ``Classroom``, the rules (teacher token, rate limits, expiry), ``ClassError`` with
@@ -14,10 +14,11 @@
     room.state(started.code).slide                  # what a student's poll reads: 4
 """
 
+from attnviz.classroom.backend import open_store
 from attnviz.classroom.question import Kind, Question, parse_answer, parse_shape, questions
 from attnviz.classroom.secret import format_code, parse_code
 from attnviz.classroom.service import LIMITS, ClassError, Classroom, Limits, Problem, Started, Tally
-from attnviz.classroom.store import ClassRecord, Phase, Store, open_store
+from attnviz.classroom.store import ClassRecord, Phase, Store
 
 __all__ = [
     "LIMITS",

@@ -4,11 +4,7 @@ Everything a live class needs to outlive a process lives here: the class (its sl
 question, its expiry), who joined, their answers, and the rate-limit counters. No class state is
 kept in a server process, so any replica behind a proxy can serve any student.
 
-``open_store()`` picks the backend from the environment:
-
-- ``ATTNVIZ_CLASS_STORE=redis://host:port/db``: ``RedisStore`` (the ``redis`` client package);
-- otherwise ``SQLiteStore`` on ``$ATTNVIZ_DATA_DIR/classes.sqlite3`` (default ``~/.local/share/attnviz``),
-  created on first use, in WAL mode so several processes on one machine share it.
+``attnviz.classroom.backend.open_store()`` picks one of the backends from the environment.
 
 Every method is atomic on its own: two answers at once, or a teacher moving while students poll,
 lose nothing. Times are passed in (``now``, seconds since the epoch) so tests need no sleeping.
@@ -17,12 +13,8 @@ lose nothing. Times are passed in (``now``, seconds since the epoch) so tests ne
 from __future__ import annotations
 
 import enum
-import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Protocol
-
-from attnviz.errors import AttnvizError
 
 
 class Phase(enum.Enum):
@@ -129,34 +121,3 @@ class Store(Protocol):
     def close(self) -> None:
         """Release connections."""
         ...
-
-
-def default_data_dir() -> Path:
-    """$ATTNVIZ_DATA_DIR, or ~/.local/share/attnviz."""
-    env = os.environ.get("ATTNVIZ_DATA_DIR")
-    return Path(env) if env else Path.home() / ".local" / "share" / "attnviz"
-
-
-def open_store(url: str | None = None, data_dir: str | Path | None = None) -> Store:
-    """The store named by url (default: $ATTNVIZ_CLASS_STORE), else SQLite in data_dir (default:
-    ``default_data_dir()``). Raises AttnvizError for a URL it cannot use."""
-    url = os.environ.get("ATTNVIZ_CLASS_STORE", "") if url is None else url
-    if url.startswith(("redis://", "rediss://", "unix://")):
-        from attnviz.classroom.redis_store import RedisStore
-
-        return RedisStore(url)
-    if url.startswith("sqlite:///"):
-        return _sqlite(Path(url.removeprefix("sqlite:///")))
-    if url:
-        raise AttnvizError(
-            "ATTNVIZ_CLASS_STORE should be redis://host:port/db or sqlite:///path/file.sqlite3, "
-            f"got {url[:40]!r}"
-        )
-    folder = Path(data_dir) if data_dir is not None else default_data_dir()
-    return _sqlite(folder / "classes.sqlite3")
-
-
-def _sqlite(path: Path) -> Store:
-    from attnviz.classroom.sqlite_store import SQLiteStore
-
-    return SQLiteStore(path)
