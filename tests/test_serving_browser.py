@@ -163,3 +163,74 @@ def test_a_killed_replica_costs_a_reconnect_not_the_view(server, browser):
         context.close()
 
     _until(lambda: _all_up(server, gone), "supervisord brings the killed replica back, UP")
+
+
+def test_a_teacher_whose_replica_is_killed_mid_move_shows_the_class_its_slide(server, browser):
+    """The teacher presses → and their replica is killed at once: whether the move reached the
+    store or not, after the reconnect the teacher's screen and every student's show the store's
+    slide (the teacher's move goes to the store first; a teacher's page shows the store's slide),
+    and the next press moves everyone."""
+    from attnviz.classroom import open_store
+    from scripts.stclient import Session
+    from tests.test_serving import _reconnect, _until_closed
+    from tests.test_serving_live import _page, _poll
+
+    _until(lambda: _all_up(server), "both replicas UP before one is killed")
+    store = open_store(server.class_store, None)
+    context = browser.new_context(viewport={"width": 1366, "height": 768})
+    page = context.new_page()
+    runs = Runs(page)
+    students: list[Session] = []
+    n = 12
+    try:
+        page.goto(f"{server.url}/walkthrough")
+        page.wait_for_selector('[data-testid="stPlotlyChart"]', timeout=WAIT_MS)
+        _settled(page)
+        page.get_by_text("Live class: start one, or join with a code").click()
+        runs.click("Start a live class")
+        _wait_href(page, "host=1")
+        code = re.search(r"class=([A-Z0-9]{9})", _href(page))[1]
+        students = [
+            Session(server.url, path="walkthrough", query_string=f"class={code}") for _ in range(2)
+        ]
+        for st in students:
+            assert st.rerun().ok and "following the teacher" in _page(st)
+        page.keyboard.press("ArrowRight")
+        page.get_by_text(f"Slide 2 of {n}", exact=True).wait_for(timeout=WAIT_MS)
+        _settled(page)
+
+        before, opened = _replica(context), runs.sockets
+        gone = serve.replica_pids(server)[before]
+        page.keyboard.press("ArrowRight")  # mid-move: the replica dies as the press arrives
+        os.kill(gone, signal.SIGKILL)
+        t0 = time.monotonic()
+        while runs.sockets == opened or _replica(context) in ("", before):
+            assert time.monotonic() - t0 < WAIT_MS / 1000, "the teacher's browser did not reconnect"
+            page.wait_for_timeout(100)
+        _settled(page)
+        slide = store.load(code, time.time()).slide
+        assert slide in (2, 3)  # done for everyone, or not at all
+        page.get_by_text(f"Slide {slide} of {n}", exact=True).wait_for(timeout=WAIT_MS)
+        page.get_by_text(re.compile("you teach")).wait_for(timeout=WAIT_MS)  # still the teacher
+        print(f"\nthe teacher's replica killed mid-move: the class is on slide {slide}")
+        for st in students:
+            if st.replica == before:  # its websocket died with the replica
+                _until_closed(st)
+                st.close()
+                _reconnect(st)
+                assert st.rerun().ok
+            here = f"Slide {slide} of {n}"
+            _poll(st, lambda text, h=here: h in text, f"the student shows {here}")
+        _settled(page)
+        page.keyboard.press("ArrowRight")
+        page.get_by_text(f"Slide {slide + 1} of {n}", exact=True).wait_for(timeout=WAIT_MS)
+        assert store.load(code, time.time()).slide == slide + 1
+        for st in students:
+            here = f"Slide {slide + 1} of {n}"
+            _poll(st, lambda text, h=here: h in text, f"the student follows to {here}")
+        assert page.locator('[data-testid="stException"]').count() == 0
+    finally:
+        for st in students:
+            st.close()
+        context.close()
+    _until(lambda: _all_up(server, gone), "supervisord brings the killed replica back, UP")
