@@ -129,3 +129,11 @@ def test_a_choice_must_be_one_of_the_choices(text):
     q = next(q for q in questions(*examples.classic()) if q.kind is Kind.CHOICE)
     with pytest.raises(AttnvizError, match="Pick one"):
         parse_answer(q, text)
+
+
+def test_a_tabs_id_is_made_and_parsed_strictly():
+    ids = {sec.new_session() for _ in range(100)}
+    assert len(ids) == 100 and all(sec.parse_session(i) == i for i in ids)
+    for bad in ("", "a" * 15, "a" * 17, "a" * 15 + "!", None, 16):
+        with pytest.raises(AttnvizError):
+            sec.parse_session(bad)

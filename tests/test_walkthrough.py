@@ -483,3 +483,23 @@ def test_a_student_keeps_their_name_through_a_reconnect():
     assert open_store().members(code) == {me: "Bob"}
     teacher.run()
     assert "1 joined" in _texts(teacher) and "Bob" in [t.value for t in teacher.text]
+
+
+# ---- what the browser reports ---------------------------------------------------------------------
+
+
+def test_the_browsers_report_is_parsed_strictly():
+    from attnviz.ui.live_screen import Screen, parse_screen
+
+    tab, token = "a" * 16, "t" * 32
+    good = {"w": 1920, "h": 1080, "token": token, "tab": tab, "copies": 2, "copied": True}
+    assert parse_screen(good) == Screen(1920, 1080, token, True, tab, 2, True)
+    for bad in ({"tab": "<script>"}, {"tab": "a" * 17}, {"tab": 7}):
+        assert parse_screen({**good, **bad}).tab == ""  # the tab's own id, or none
+    for bad in ({"copies": -1}, {"copies": "2"}, {"copies": 10**9}, {"copied": "yes"}):
+        assert (parse_screen({**good, **bad}).copies, parse_screen({**good, **bad}).copied) == (
+            0,
+            False,
+        )
+    assert parse_screen({**good, "token": "x"}).token == ""
+    assert parse_screen("nope") == Screen() and parse_screen({**good, "w": 10**6}) == Screen()
