@@ -21,7 +21,9 @@ the operator's ``--public-url`` (``ATTNVIZ_PUBLIC_URL``): the class's join link 
 public URL when set, else the address the teacher's browser used, and a teacher on a loopback address
 is warned (``attnviz.classroom.address``). HAProxy logs each request's path without its query string
 (a class code, a student id or a teacher token never reaches a log), and every log in the run folder
-is rotated by size (``LOG_MAX_BYTES``, ``LOG_BACKUPS``). Runs as the invoking user. Needs Debian's
+is rotated by size (``LOG_MAX_BYTES``, ``LOG_BACKUPS``). HAProxy bounds what one client address may hold
+and send (``Limits``, derived from the capacity model of docs/deploy.md), refuses to be framed by
+another site and never serves ``/_stcore/metrics``, however its path is written. Runs as the invoking user. Needs Debian's
 ``haproxy`` and ``supervisor``.
 """
 
@@ -44,7 +46,7 @@ import sys
 import time
 import urllib.request
 import xmlrpc.client
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from string import Template
 
@@ -56,6 +58,55 @@ REPLICA_HEADER = "X-Attnviz-Replica"
 LOG_MAX_BYTES = 5 * 1024 * 1024  # each log in the run folder is rotated at this size ...
 LOG_BACKUPS = 2  # ... keeping this many old files: at most 15 MB of a program's log on disk
 _KEPT = ("replicas", "proxy_port", "replica_port", "threads", "class_store", "bind", "public_url")
+#: The address HAProxy connects to the replicas from, and the only one whose X-Forwarded-For a
+#: replica believes (uvicorn's FORWARDED_ALLOW_IPS): a visitor's own header is never read.
+PROXY_SOURCE = "127.0.0.1"
+
+# The capacity model of docs/deploy.md ("Connections per source"): the numbers HAProxy's limits are
+# derived from. One source address may be a whole school behind one NAT address.
+SCHOOL = 300  # students behind one address (the app's per-address join limits assume as many)
+TABS = 2  # tabs each keeps open: each is one websocket, held for the whole visit
+STUDENTS_PER_REPLICA = 150  # the CPU model: 300 students acting every 2-8 s on 2 cores at 60%
+PAGE_CONNECTIONS = 7  # a browser's connections for one page load: 6 for its files + the websocket
+PAGE_REQUESTS = 40  # HTTP requests of one first page load (page, scripts, styles, fonts, health)
+WS_PING_S = 30  # each replica pings every websocket this often (Streamlit's default, made explicit)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """HAProxy's numbers for N replicas, from the capacity model (docs/deploy.md).
+
+    ``source_streams`` requests in flight from one address, open websockets included (a school's
+    tabs, plus one page load in progress per student); ``source_connections`` TCP connections held
+    by one address at the proxy (idle keep-alive ones hold no replica); ``source_connection_rate``
+    and ``source_request_rate`` per 10 s: a whole school loading the page in the same 10 s;
+    ``replica_maxconn``: after one address holds all it may (spread over the replicas by
+    leastconn), each replica still has room for the students it is sized for, with their tabs;
+    ``maxconn``: the proxy's total; ``tunnel_s``: a websocket with no traffic either way for this
+    long is closed (the replica's pings keep an open tab's alive)."""
+
+    source_streams: int
+    source_connections: int
+    source_connection_rate: int
+    source_request_rate: int
+    replica_maxconn: int
+    maxconn: int
+    tunnel_s: int
+
+    @classmethod
+    def for_replicas(cls, replicas: int) -> Limits:
+        streams = SCHOOL * (TABS + 1)
+        replica = -(-streams // replicas) + STUDENTS_PER_REPLICA * TABS
+        connections = 2 * streams
+        return cls(
+            source_streams=streams,
+            source_connections=connections,
+            source_connection_rate=SCHOOL * PAGE_CONNECTIONS,
+            source_request_rate=SCHOOL * PAGE_REQUESTS,
+            replica_maxconn=replica,
+            maxconn=max(4096, replicas * replica + connections),
+            tunnel_s=4 * WS_PING_S,
+        )
 
 
 def _cores() -> int:
@@ -82,7 +133,7 @@ class Settings:
     class_store: str = ""  # "" -> SQLite under data_dir; "redis://host:port/db" for many processes
     threads: int = 0  # torch/OpenMP threads per replica; 0 -> cores // replicas (at least 1)
     check_interval_ms: int = 2000
-    replica_maxconn: int = 1000
+    limits: Limits | None = None  # None -> Limits.for_replicas(replicas) (tests pass small ones)
     python: str = sys.executable
     haproxy: str = field(default_factory=lambda: shutil.which("haproxy") or "/usr/sbin/haproxy")
     supervisord: str = field(default_factory=lambda: shutil.which("supervisord") or "supervisord")
@@ -98,6 +149,10 @@ class Settings:
         if self.replica_ports:
             return list(self.replica_ports)
         return [self.replica_port + i for i in range(self.replicas)]
+
+    @property
+    def connection_limits(self) -> Limits:
+        return self.limits or Limits.for_replicas(self.replicas)
 
     @property
     def names(self) -> list[str]:
@@ -186,6 +241,10 @@ def environment(s: Settings) -> dict[str, str]:
         "PYTHONPATH": str(REPO),
         "PYTHONUNBUFFERED": "1",
         "ATTNVIZ_LISTEN": s.bind,
+        # uvicorn takes a client's address from X-Forwarded-For only on connections from here:
+        # HAProxy's (it drops what a visitor sent and sets the address it saw)
+        "FORWARDED_ALLOW_IPS": PROXY_SOURCE,
+        "STREAMLIT_SERVER_WEBSOCKET_PING_INTERVAL": str(WS_PING_S),
     }
     if s.class_store:
         env["ATTNVIZ_CLASS_STORE"] = s.class_store
@@ -214,15 +273,15 @@ def write_configs(s: Settings) -> list[Path]:
         f"    server {name} 127.0.0.1:{port} cookie {name}"
         for name, port in zip(s.names, s.ports, strict=True)
     )
+    limits = s.connection_limits
     haproxy = Template((DEPLOY / "haproxy.cfg.in").read_text()).substitute(
-        common,
-        maxconn=max(4096, 4 * s.replica_maxconn),
+        common | asdict(limits),
         proxy_host=_host(parse_bind(s.bind)),
         proxy_port=s.proxy_port,
+        proxy_source=PROXY_SOURCE,
         cookie_name=COOKIE_NAME,
         replica_header=REPLICA_HEADER,
         check_interval_ms=s.check_interval_ms,
-        replica_maxconn=s.replica_maxconn,
         servers=servers,
     )
     replica = Template((DEPLOY / "replica.conf.in").read_text())
@@ -233,6 +292,7 @@ def write_configs(s: Settings) -> list[Path]:
     supervisor = Template((DEPLOY / "supervisord.conf.in").read_text()).substitute(
         common,
         environment=_supervisor_env(environment(s)),
+        minfds=2 * limits.maxconn + 256,  # HAProxy's two sockets a connection, and its own
         haproxy=s.haproxy,
         replica_programs=",".join(s.names),
         replicas=blocks,

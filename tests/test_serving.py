@@ -32,6 +32,7 @@ from attnviz.ui.join_link import WARNING
 from benchmarks.bench_class import run_class
 from scripts import serve
 from scripts.stclient import ProtocolError, ServerTimeout, Session
+from tests.test_serving_proxy import METRICS_PATHS, raw_get
 
 pytestmark = pytest.mark.slow
 WAIT_S = 180  # generous: a busy 2-core machine starts Streamlit slowly; nothing here measures speed
@@ -366,3 +367,65 @@ def test_after_the_end_no_log_and_no_store_file_holds_the_class(server):
     while (left := _held(folders, needles)) and time.monotonic() < deadline:
         time.sleep(0.5)
     assert left == set()
+
+
+# ---- the proxy in front of real replicas: no metrics however written, never framed elsewhere ----
+
+
+def _is_metrics(body: bytes) -> bool:
+    return b"# TYPE " in body and b"# EOF" in body  # OpenMetrics text
+
+
+def test_a_replica_answers_written_forms_of_the_metrics_path_that_the_proxy_refuses(server):
+    """The oracle for the test below: on its own port a replica decodes the path before routing, so
+    a rule on the raw path would let these through."""
+    port = f"http://127.0.0.1:{server.ports[0]}"
+    answered = [p for p in METRICS_PATHS if _is_metrics(raw_get(port, p).body)]
+    assert {"/_stcore/metrics", "/_stcore/%6detrics", "/_stcore%2fmetrics"} <= set(answered)
+
+
+@pytest.mark.parametrize("path", METRICS_PATHS)
+def test_no_written_form_of_the_metrics_path_reaches_a_replica_through_the_proxy(server, path):
+    r = raw_get(server.url, path, source="127.0.0.3")
+    assert r.status == 404 and not _is_metrics(r.body)
+
+
+def test_the_app_is_not_framed_by_another_site_and_its_component_still_loads(server):
+    """In chromium: the Walkthrough through the proxy loads its component (an iframe of the app's
+    own origin); the same page inside another page's iframe is refused by the browser."""
+    from playwright.sync_api import sync_playwright
+
+    from scripts.chromium import CHROMIUM, CHROMIUM_ARGS
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page()
+            page.goto(f"{server.url}/walkthrough", timeout=WAIT_S * 1000)
+            _in_browser(page, lambda: _component(page), "the page's own component loads")
+            framer = browser.new_page()  # another origin (about:blank) framing the app
+            framer.set_content(f'<iframe src="{server.url}/walkthrough" width=800 height=600>')
+            _in_browser(framer, lambda: _refused_frame(framer), "the browser refuses the frame")
+            assert not framer.main_frame.child_frames[0].query_selector('[data-testid="stApp"]')
+        finally:
+            browser.close()
+
+
+def _in_browser(page, check, what: str) -> None:
+    """Wait for check, letting the browser's events in between (Playwright's sync API)."""
+    deadline = time.monotonic() + WAIT_S
+    while not check():
+        assert time.monotonic() < deadline, f"{what}: not within {WAIT_S} s"
+        page.wait_for_timeout(250)
+
+
+def _refused_frame(page) -> bool:
+    """Whether the page's first iframe shows the browser's error page (a refused frame)."""
+    frames = page.main_frame.child_frames
+    return bool(frames) and frames[0].url.startswith("chrome-error:")
+
+
+def _component(page) -> bool:
+    """Whether the page holds its live_screen component's frame, loaded from the app."""
+    frames = [f for f in page.frames if "/component/" in f.url]
+    return bool(frames) and frames[0].evaluate("() => document.readyState") == "complete"

@@ -1,13 +1,20 @@
 """The serve command's HAProxy config on its own (slow: starts haproxy): two stand-in replicas that
 echo what reaches them, so the test sees the headers a Streamlit replica would get, and HAProxy's
-log written to a file as supervisord writes it (its stdout), so the test reads what it keeps.
+log written to a file as supervisord writes it (its stdout), so the test reads what it keeps. A
+second HAProxy from the same template with small per-source limits shows each limit act, each test
+from its own loopback address (127.0.0.x); /_stcore/metrics written 17 ways is refused, and every
+answer forbids framing by another site.
 
 Needs Debian's haproxy (.ci/run installs it); it fails, never skips, without it.
 """
 
 from __future__ import annotations
 
+import base64
 import configparser
+import contextlib
+import hashlib
+import http.client
 import json
 import socket
 import subprocess
@@ -15,6 +22,7 @@ import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import urlsplit
 
 import pytest
 import requests
@@ -23,10 +31,32 @@ from scripts import serve
 
 pytestmark = pytest.mark.slow
 SPOOF = "203.0.113.7"
+WS_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"  # RFC 6455's
+SMALL = serve.Limits(
+    source_streams=4,
+    source_connections=8,
+    source_connection_rate=1000,
+    source_request_rate=30,
+    replica_maxconn=50,
+    maxconn=200,
+    tunnel_s=120,
+)
 
 
 class _Echo(BaseHTTPRequestHandler):
     def do_GET(self):  # noqa: N802 (http.server's name)
+        if self.headers.get("Upgrade", "").lower() == "websocket":  # held until the client leaves
+            key = self.headers.get("Sec-WebSocket-Key", "") + WS_GUID
+            self.send_response(101)
+            self.send_header("Upgrade", "websocket")
+            self.send_header("Connection", "Upgrade")
+            accept = base64.b64encode(hashlib.sha1(key.encode()).digest()).decode()
+            self.send_header("Sec-WebSocket-Accept", accept)
+            self.end_headers()
+            self.close_connection = True
+            while self.rfile.read(1):
+                pass
+            return
         body = json.dumps(
             {"port": self.server.server_port, "xff": self.headers.get_all("X-Forwarded-For")}
         ).encode()
@@ -56,8 +86,8 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def proxy(tmp_path_factory):
+@contextlib.contextmanager
+def _serving(run_dir, limits: serve.Limits | None = None):
     """HAProxy from serve.write_configs in front of two echo servers."""
     echoes = [_EchoServer(("127.0.0.1", 0), _Echo) for _ in range(2)]
     for e in echoes:
@@ -66,7 +96,8 @@ def proxy(tmp_path_factory):
         replicas=2,
         proxy_port=_free_port(),
         replica_ports=[e.server_port for e in echoes],
-        run_dir=tmp_path_factory.mktemp("proxy"),
+        run_dir=run_dir,
+        limits=limits,
     )
     serve.write_configs(s)
     log = open(s.run_dir / "log" / "haproxy.log", "wb")  # noqa: SIM115 (closed below)
@@ -84,6 +115,20 @@ def proxy(tmp_path_factory):
         log.close()
         for e in echoes:
             e.shutdown()
+
+
+@pytest.fixture(scope="module")
+def proxy(tmp_path_factory):
+    """The serve command's HAProxy, its limits from the capacity model."""
+    with _serving(tmp_path_factory.mktemp("proxy")) as s:
+        yield s
+
+
+@pytest.fixture(scope="module")
+def small_proxy(tmp_path_factory):
+    """The same config with small per-source limits, so that a test reaches them cheaply."""
+    with _serving(tmp_path_factory.mktemp("small"), SMALL) as s:
+        yield s
 
 
 def test_a_replica_sees_the_address_the_proxy_saw_not_a_spoofed_one(proxy):
@@ -108,12 +153,162 @@ def test_new_visitors_are_spread_over_the_replicas(proxy):
     assert ports == set(proxy.ports)
 
 
-def test_the_metrics_endpoint_is_not_public(proxy):
-    assert requests.get(f"{proxy.url}/_stcore/metrics", timeout=10).status_code == 404
-    assert requests.get(f"{proxy.url}/_stcore/metrics/", timeout=10).status_code == 404
-    # the replicas behind it still answer their operator on their own port
+# How a visitor might write /_stcore/metrics so that a rule on the raw path misses it while the
+# replica (uvicorn decodes the path before Streamlit routes it) still answers it.
+METRICS_PATHS = [
+    "/_stcore/metrics",
+    "/_stcore/metrics/",
+    "/_stcore/%6detrics",
+    "/%5fstcore/metrics",
+    "/%5Fstcore/metrics",
+    "/_stcore/metric%73",
+    "/_stcore%2fmetrics",
+    "/_stcore%2Fmetrics",
+    "/%5f%73%74%63%6f%72%65%2f%6d%65%74%72%69%63%73",
+    "/_stcore/%256detrics",
+    "//_stcore//metrics",
+    "/_STCORE/METRICS",
+    "/_stcore/Metrics",
+    "/_stcore/./metrics",
+    "/x/../_stcore/metrics",
+    "/_stcore/metrics;x=1",
+    "/_stcore/metrics?families=cache_memory_bytes",
+]
+
+
+def raw_get(url: str, path: str, source: str = "127.0.0.1") -> http.client.HTTPResponse:
+    """GET path exactly as written (no client normalises it), from a chosen loopback address."""
+    parts = urlsplit(url)
+    conn = http.client.HTTPConnection(
+        parts.hostname, parts.port, timeout=10, source_address=(source, 0)
+    )
+    conn.request("GET", path)
+    resp = conn.getresponse()
+    resp.body = resp.read()
+    conn.close()
+    return resp
+
+
+@pytest.mark.parametrize("path", METRICS_PATHS)
+def test_the_metrics_endpoint_is_not_public_however_its_path_is_written(proxy, path):
+    assert raw_get(proxy.url, path).status == 404
+
+
+def test_a_path_that_does_not_decode_is_refused(proxy):
+    assert raw_get(proxy.url, "/_stcore/metric%7").status == 400
+
+
+def test_the_replicas_still_answer_their_operator_on_their_own_port(proxy):
     port = proxy.ports[0]
     assert requests.get(f"http://127.0.0.1:{port}/_stcore/metrics", timeout=10).status_code == 200
+
+
+@pytest.mark.parametrize(
+    "path", ["/", "/walkthrough?class=ACDEFGHJK", "/_stcore/health", "/static/js/index.js"]
+)
+def test_no_page_may_be_framed_by_another_site(proxy, path):
+    r = raw_get(proxy.url, path)
+    assert r.status == 200
+    assert r.getheader("X-Frame-Options") == "DENY"
+    assert r.getheader("Content-Security-Policy") == "frame-ancestors 'none'"
+
+
+@pytest.mark.parametrize("path", ["/_stcore/%6detrics", "/%zz"])
+def test_the_proxys_own_answers_may_not_be_framed_either(proxy, path):
+    r = raw_get(proxy.url, path)
+    assert r.status in (400, 404)
+    assert r.getheader("X-Frame-Options") == "DENY"
+    assert r.getheader("Content-Security-Policy") == "frame-ancestors 'none'"
+
+
+def test_the_apps_component_may_be_framed_by_the_app_only(proxy):
+    r = raw_get(proxy.url, "/component/attnviz.ui.live_screen.attnviz_live_screen/index.html")
+    assert r.getheader("X-Frame-Options") == "SAMEORIGIN"
+    assert r.getheader("Content-Security-Policy") == "frame-ancestors 'self'"
+
+
+# ---- per source address: the small proxy's limits, each test from its own loopback address ----
+def _websocket(url: str, source: str) -> tuple[socket.socket, bytes]:
+    """Open a websocket handshake from source; the socket (held open) and the answer's head."""
+    parts = urlsplit(url)
+    sock = socket.create_connection((parts.hostname, parts.port), 10, (source, 0))
+    sock.sendall(
+        b"GET /_stcore/stream HTTP/1.1\r\nHost: x\r\n"
+        b"Upgrade: websocket\r\nConnection: Upgrade\r\n"
+        b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+    )
+    head = b""
+    while b"\r\n\r\n" not in head:
+        chunk = sock.recv(4096)
+        if not chunk:
+            break
+        head += chunk
+    return sock, head
+
+
+def _status(head: bytes) -> int:
+    return int(head.split(b" ", 2)[1])
+
+
+def test_one_address_holds_only_so_many_websockets_and_is_told_why(small_proxy):
+    held = []
+    try:
+        for _ in range(SMALL.source_streams):
+            sock, head = _websocket(small_proxy.url, "127.0.0.3")
+            held.append(sock)
+            assert _status(head) == 101, head
+        sock, head = _websocket(small_proxy.url, "127.0.0.3")
+        held.append(sock)
+        assert _status(head) == 429, head
+        refused = raw_get(small_proxy.url, "/walkthrough", source="127.0.0.3")
+        assert refused.status == 429 and b"Close a few tabs" in refused.body
+        # another address is not held up by it
+        sock, head = _websocket(small_proxy.url, "127.0.0.4")
+        held.append(sock)
+        assert _status(head) == 101, head
+    finally:
+        for sock in held:
+            sock.close()
+
+
+def test_a_closed_tab_gives_its_place_back(small_proxy):
+    for _ in range(3 * SMALL.source_streams):  # opened and closed one after another: never refused
+        sock, head = _websocket(small_proxy.url, "127.0.0.5")
+        sock.close()
+        assert _status(head) == 101, head
+
+
+def _refused(where: tuple[str, int], source: str) -> bool:
+    """Whether the proxy hangs up on a new connection from source without answering (a reject:
+    the reset can reach the client while it is still connecting)."""
+    try:
+        with socket.create_connection(where, 10, (source, 0)) as sock:
+            sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            return sock.recv(4096) == b""
+    except ConnectionError:
+        return True
+
+
+def test_one_address_holds_only_so_many_connections(small_proxy):
+    parts = urlsplit(small_proxy.url)
+    where = (parts.hostname, parts.port)
+    held = [socket.create_connection(where, 10, ("127.0.0.6", 0)) for _ in range(8)]
+    try:
+        time.sleep(0.5)  # the proxy has accepted (and counted) them all
+        assert _refused(where, "127.0.0.6")
+        assert not _refused(where, "127.0.0.7")
+    finally:
+        for sock in held:
+            sock.close()
+
+
+def test_one_address_sends_only_so_many_requests_in_ten_seconds(small_proxy):
+    codes = [
+        raw_get(small_proxy.url, "/", "127.0.0.8").status
+        for _ in range(SMALL.source_request_rate + 1)
+    ]
+    assert codes[:-1] == [200] * SMALL.source_request_rate and codes[-1] == 429
+    assert raw_get(small_proxy.url, "/", "127.0.0.9").status == 200
 
 
 def _logged(proxy, path: str) -> bytes:
