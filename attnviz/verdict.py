@@ -11,9 +11,9 @@
 
 The right answer is the float64 reference ``weighted_sum(..., mask, normalize)``; every comparison
 goes through ``attnviz.tolerance``, the table the checkers use. A mistake is recognised by running
-each known wrong form on the same inputs and comparing numbers, never by reading the text: the
-T == H trap (``att_scores[:, None, :]``), a mean instead of a sum, the wrong axis, softmax over
-the wrong axis, a missing softmax or mask, a transposed result...
+each wrong form of ``attnviz.forms`` on the same inputs and comparing numbers, never by reading
+the text: the T == H trap (``att_scores[:, None, :]``), a mean instead of a sum, the wrong axis,
+softmax over the wrong axis, a missing softmax or mask, a transposed result...
 """
 
 from __future__ import annotations
@@ -27,12 +27,13 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from attnviz import hidden, sandbox, tolerance
+from attnviz import forms, hidden, sandbox, tolerance
 from attnviz.aggregation import attention_weights, weighted_sum
+from attnviz.forms import Inputs
 
-__all__ = ["MISTAKES", "Mistake", "Outcome", "Verdict", "judge", "judge_expression"]
+__all__ = ["Mistake", "Outcome", "Verdict", "judge", "judge_expression", "mistakes"]
 
-RIGHT_CODE = "(net_output * att_scores[..., None]).sum(axis=1)"
+RIGHT_CODE = forms.RIGHT.code
 EQUIVALENT = (
     'torch.einsum("bth,bt->bh", net_output, att_scores)',
     "torch.bmm(att_scores[:, None, :], net_output)[:, 0, :]",
@@ -50,167 +51,43 @@ class Outcome(enum.Enum):
 
 
 @dataclass(frozen=True)
-class Inputs:
-    """The example in float64: x (B, T, H), s raw scores (B, T), a the weights applied (B, T)."""
-
-    x: Tensor
-    s: Tensor
-    a: Tensor
-    mask: Tensor | None
-    normalize: str | None
-
-
-@dataclass(frozen=True)
 class Mistake:
-    """A known wrong form. key: stable id. title: its name. code: how it is usually written.
-    fix: what to write instead. run: the form on the example (may raise: then it cannot match).
-    when: whether it is a mistake at all for this example (a missing softmax needs a softmax)."""
+    """A known wrong form, as the verdict names it (``forms.FORMS[key]`` with verdict words).
+    title: its name. code: how it is usually written. fix: what to write instead. runs: the form
+    on the example (each may raise: then it cannot match). when(normalize, masked): whether it is a
+    mistake at all for this example (a missing softmax needs a softmax)."""
 
     key: str
     title: str
     code: str
     fix: str
-    run: Callable[[Inputs], Tensor]
-    when: Callable[[Inputs], bool] = lambda i: True
+    runs: tuple[Callable[[Inputs], Tensor], ...]
+    when: Callable[[str | None, bool], bool]
+
+    def applies(self, i: Inputs) -> bool:
+        return self.when(i.normalize, i.mask is not None)
 
 
-def _softmax_over(i: Inputs, d: int) -> Tensor:
-    s = i.s if i.mask is None else i.s.masked_fill(~i.mask, float("-inf"))
-    w = s.softmax(dim=d)  # (B,T)
-    return w if i.mask is None else torch.where(i.mask, w, torch.zeros((), dtype=w.dtype))
+def mistakes() -> tuple[Mistake, ...]:
+    """The wrong forms the verdict names by their numbers, in the catalogue's order, as it is now."""
+    return tuple(
+        Mistake(key, f.verdict.title, f.verdict.code or f.code, f.verdict.fix, f.runs, f.when)
+        for key, f in forms.FORMS.items()
+        if f.verdict is not None
+    )
 
 
-def _prod(i: Inputs) -> Tensor:
-    return i.x * i.a[..., None]  # (B,T,H)
+def _weights(i: Inputs) -> Tensor:
+    return i.a  # (B,T)
 
 
-MISTAKES: tuple[Mistake, ...] = (
-    Mistake(
-        "middle_axis",
-        "the T == H trap: the new axis in the middle",
-        "(net_output * att_scores[:, None, :]).sum(1)",
-        "[:, None, :] makes (B, 1, T), so word k's weight multiplies hidden feature k; it only runs "
-        "because T == H. Put the new axis last: att_scores[..., None] -> (B, T, 1).",
-        lambda i: (i.x * i.a[:, None, :]).sum(dim=1),
-    ),
-    Mistake(
-        "no_new_axis",
-        "forgot the new axis",
-        "(net_output * att_scores).sum(1)",
-        "(B, T) lines up with the last two axes (T, H) of net_output, not (B, T). Add a trailing "
-        "axis: att_scores[..., None].",
-        lambda i: (i.x * i.a).sum(dim=1),
-    ),
-    Mistake(
-        "unsqueeze_front",
-        "unsqueeze at the front",
-        "(net_output * att_scores.unsqueeze(0)).sum(1)",
-        "unsqueeze(0) makes (1, B, T); the new axis belongs at the end: unsqueeze(-1).",
-        lambda i: (i.x * i.a.unsqueeze(0)).sum(dim=1),
-    ),
-    Mistake(
-        "mean",
-        "a mean instead of a sum",
-        "(net_output * att_scores[..., None]).mean(1)",
-        "the weights already say how much each word counts; .mean(1) divides by T once more. "
-        "Use .sum(axis=1).",
-        lambda i: _prod(i).mean(dim=1),
-    ),
-    Mistake(
-        "sum_hidden",
-        "summed over the hidden axis",
-        "(net_output * att_scores[..., None]).sum(2)",
-        "axis 2 is the hidden axis: this adds each word's features and gives (B, T); it has the "
-        "shape of (B, H) only because T == H. Sum over the words: axis=1.",
-        lambda i: _prod(i).sum(dim=2),
-    ),
-    Mistake(
-        "sum_sentences",
-        "summed over the sentences",
-        "(net_output * att_scores[..., None]).sum(0)",
-        "axis 0 is the sentence axis: this gives (T, H), which looks like (B, H) only because "
-        "T == B. Sum over the words: axis=1.",
-        lambda i: _prod(i).sum(dim=0),
-    ),
-    Mistake(
-        "transposed",
-        "the result transposed",
-        "(...).sum(1).T",
-        "the numbers are right but laid out (H, B); weighted is (B, H): drop the transpose.",
-        lambda i: weighted_sum(i.x, i.s, mask=i.mask, normalize=i.normalize).T,
-    ),
-    Mistake(
-        "softmax_wrong_axis",
-        "softmax over the wrong axis",
-        "att_scores.softmax(dim=0)",
-        "softmax(dim=0) normalises each word across the sentences; a sentence's weights must "
-        "sum to 1 over its words: softmax(dim=1).",
-        lambda i: (i.x * _softmax_over(i, 0)[..., None]).sum(dim=1),
-    ),
-    Mistake(
-        "missing_softmax",
-        "the softmax is missing",
-        "(net_output * att_scores[..., None]).sum(1)",
-        "this example normalises the scores first: use att_scores.softmax(dim=1) as the weights.",
-        lambda i: weighted_sum(i.x, i.s, mask=i.mask, normalize=None),
-        lambda i: i.normalize == "softmax",
-    ),
-    Mistake(
-        "extra_softmax",
-        "a softmax this example does not use",
-        "att_scores.softmax(dim=1)",
-        "this example weights by the raw att_scores (normalize is off): drop the softmax.",
-        lambda i: weighted_sum(i.x, i.s, mask=i.mask, normalize="softmax"),
-        lambda i: i.normalize is None,
-    ),
-    Mistake(
-        "missing_mask",
-        "the mask is missing",
-        "(net_output * att_scores[..., None]).sum(1)",
-        "masked words (mask False) must get weight 0: multiply the weights by mask (and, with a "
-        "softmax, mask the scores before it).",
-        lambda i: weighted_sum(i.x, i.s, mask=None, normalize=i.normalize),
-        lambda i: i.mask is not None,
-    ),
-    Mistake(
-        "mask_after_softmax",
-        "masked after the softmax, not before",
-        "(att_scores.softmax(1) * mask)",
-        "masking after the softmax leaves weights that no longer sum to 1: mask the scores "
-        "before the softmax (a masked score becomes -inf, its weight 0).",
-        lambda i: (i.x * (i.s.softmax(dim=1) * i.mask)[..., None]).sum(dim=1),
-        lambda i: i.mask is not None and i.normalize == "softmax",
-    ),
-)
-"""The known wrong forms, each run on the example to recognise an answer by its numbers."""
-
-_BY_KEY = {m.key: m for m in MISTAKES}
-
-# Other shapes with a name: (key, how it reads, run) -> recognised when the numbers match too.
-SHAPES: tuple[tuple[str, str, Callable[[Inputs], Tensor]], ...] = (
-    ("product", "the product before the sum over the words (B, T, H): add .sum(axis=1)", _prod),
-    (
-        "keepdim",
-        "the right numbers with the word axis kept as size 1 (B, 1, H): drop keepdim=True",
-        lambda i: _prod(i).sum(dim=1, keepdim=True),
-    ),
-    (
-        "transposed",
-        "the right numbers transposed (H, B): drop the transpose",
-        _BY_KEY["transposed"].run,
-    ),
-    (
-        "sum_sentences",
-        "summed over the sentences (T, H): sum over axis=1",
-        _BY_KEY["sum_sentences"].run,
-    ),
-    (
-        "sum_hidden",
-        "summed over the hidden axis (B, T): sum over axis=1",
-        _BY_KEY["sum_hidden"].run,
-    ),
-    ("weights", "the weights (B, T), not the weighted sum: multiply and sum", lambda i: i.a),
-)
+def _other_shapes() -> tuple[tuple[str, Callable[[Inputs], Tensor]], ...]:
+    """(how it reads, run) of every form named by its shape when that is not (B, H), then the
+    weights themselves: an answer of another shape is named when its numbers match too."""
+    named = tuple(
+        (f.other_shape, run) for f in forms.FORMS.values() if f.other_shape for run in f.runs
+    )
+    return (*named, ("the weights (B, T), not the weighted sum: multiply and sum", _weights))
 
 
 @dataclass(frozen=True)
@@ -284,7 +161,7 @@ def judge(
     shape = tuple(got.shape)
     if shape != want:
         words = f"your result has shape {shape}; weighted has shape (B, H) = {want}."
-        for _, meaning, run in SHAPES:
+        for meaning, run in _other_shapes():
             if _matches(got, _try(run, i)):
                 return Verdict(Outcome.OTHER_SHAPE, f"{words} It is {meaning}.", shape, want)
         return Verdict(
@@ -316,7 +193,9 @@ def judge(
     cells = (
         f"{n_wrong} of {wrong.numel()} cells differ from weighted (largest difference {diff:.3g})"
     )
-    found = tuple(m for m in MISTAKES if m.when(i) and _matches(got, _try(m.run, i)))
+    found = tuple(
+        m for m in mistakes() if m.applies(i) and any(_matches(got, _try(r, i)) for r in m.runs)
+    )
     if found:
         m = found[0]
         same = "; ".join(f"the same numbers as {o.title} ({o.code})" for o in found[1:])

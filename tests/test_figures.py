@@ -264,7 +264,7 @@ def test_provenance_figure_rows_are_weight_value_product():
 
 
 def test_error_mistake_shows_torch_message():
-    m = next(m for m in trace.mistakes(*examples.classic()) if m.key == "no_new_axis")
+    m = next(m for m in trace.mistakes(*examples.classic()) if m.key == "forgot_new_axis")
     fig = mistake_figure(m)
     assert len(heatmaps(fig)) == 1  # only the right answer
     boxed = " ".join(a.text for a in fig.layout.annotations).replace("<br>", " ")
@@ -274,7 +274,7 @@ def test_error_mistake_shows_torch_message():
 
 def test_silent_mistake_marks_differing_cells_beside_right_answer():
     x, w = random_inputs(3, 4, 4, seed=9)
-    m = next(m for m in trace.mistakes(x, w) if m.key == "middle_axis")
+    m = next(m for m in trace.mistakes(x, w) if m.key == "axis_in_middle")
     fig = mistake_figure(m)
     got, right = heatmaps(fig)
     np.testing.assert_allclose(z_of(got), m.value.numpy(), rtol=1e-6)
@@ -292,7 +292,7 @@ def test_variant_mistake_figure_says_how_it_was_built():
 
 
 def test_keepdim_mistake_is_drawn_flat_with_a_note():
-    m = next(m for m in trace.mistakes(*examples.classic()) if m.key == "keepdim")
+    m = next(m for m in trace.mistakes(*examples.classic()) if m.key == "kept_dim")
     fig = mistake_figure(m)
     got = heatmaps(fig)[0]
     np.testing.assert_allclose(z_of(got), m.value[:, 0].numpy(), rtol=1e-6)

@@ -299,14 +299,14 @@ def test_mistakes_start_with_the_right_form():
 def test_every_expected_answer_matches_oracle(shape):
     x, w = random_inputs(*shape, seed=5)
     for m in mistakes(x, w):
-        if m.key == "softmax_wrong_axis":
+        if m.key == "softmax_over_sentences":
             continue
         xv, wv = square_variant(x, w) if m.variant else (x, w)
         assert_close(m.expected.double(), oracle(xv, wv), rtol=1e-5, atol=1e-5)
 
 
 def test_forgetting_the_axis_fails_with_torch_message():
-    m = by_key(mistakes(*examples.classic()), "no_new_axis")
+    m = by_key(mistakes(*examples.classic()), "forgot_new_axis")
     assert m.outcome == "error" and not m.correct and m.value is None
     assert "must match the size of tensor b (3)" in m.error
     assert "5 meets 3" in m.explanation
@@ -314,7 +314,7 @@ def test_forgetting_the_axis_fails_with_torch_message():
 
 def test_middle_axis_is_silently_wrong_when_t_equals_h():
     x, w = random_inputs(3, 4, 4, seed=1)
-    m = by_key(mistakes(x, w), "middle_axis")
+    m = by_key(mistakes(x, w), "axis_in_middle")
     assert m.error is None and m.silent and not m.correct
     assert m.shape == m.expected_shape == (3, 4)
     assert not torch.allclose(m.value, m.expected)
@@ -324,8 +324,8 @@ def test_middle_axis_is_silently_wrong_when_t_equals_h():
 def test_gallery_shows_t_equals_h_variant_beside_own_outcome(shape):
     x, w = random_inputs(*shape, seed=2)
     items = mistakes(x, w)
-    own = by_key(items, "middle_axis")
-    variant = by_key(items, "middle_axis", variant=True)
+    own = by_key(items, "axis_in_middle")
+    variant = by_key(items, "axis_in_middle", variant=True)
     assert own.outcome == "error" and own.input_shape == shape
     assert variant.silent and variant.input_shape == (shape[0], shape[1], shape[1])
     assert items.index(variant) == items.index(own) + 1
@@ -340,7 +340,7 @@ def test_gallery_has_no_variant_when_t_equals_h(shape):
 @pytest.mark.parametrize("shape", [s for s in SHAPES if s[1] > 1])
 def test_gallery_always_shows_a_silent_trap(shape):
     items = mistakes(*random_inputs(*shape, seed=4))
-    assert any(m.silent and m.key == "middle_axis" for m in items)
+    assert any(m.silent and m.key == "axis_in_middle" for m in items)
 
 
 def test_square_variant_cycles_hidden_features():
@@ -354,22 +354,22 @@ def test_square_variant_cycles_hidden_features():
 
 def test_wrong_sum_axes_give_wrong_shapes():
     items = mistakes(*random_inputs(2, 3, 5))
-    assert by_key(items, "sum_sentences").shape == (3, 5)
-    assert by_key(items, "sum_hidden").shape == (2, 3)
-    assert by_key(items, "sum_hidden").outcome == "wrong shape"
-    assert by_key(items, "sum_hidden", variant=True).outcome == "silently wrong"
+    assert by_key(items, "summed_sentences").shape == (3, 5)
+    assert by_key(items, "wrong_axis").shape == (2, 3)
+    assert by_key(items, "wrong_axis").outcome == "wrong shape"
+    assert by_key(items, "wrong_axis", variant=True).outcome == "silently wrong"
 
 
 def test_keepdim_has_right_numbers_in_wrong_shape():
     x, w = random_inputs(2, 3, 5)
-    m = by_key(mistakes(x, w), "keepdim")
+    m = by_key(mistakes(x, w), "kept_dim")
     assert m.outcome == "wrong shape" and m.shape == (2, 1, 5)
     assert_close(m.value[:, 0], m.expected)
 
 
 def test_softmax_over_sentences_is_silently_wrong():
     x, w = random_inputs(3, 4, 5)
-    m = by_key(mistakes(x, w), "softmax_wrong_axis")
+    m = by_key(mistakes(x, w), "softmax_over_sentences")
     assert m.silent and m.shape == (3, 5)
     assert_close(m.expected.double(), oracle(x, w.softmax(dim=1)), rtol=1e-5, atol=1e-5)
 
@@ -382,7 +382,7 @@ def test_unsqueeze_front_fails_on_classic():
 def test_all_forms_agree_when_every_size_is_one():
     items = mistakes(*random_inputs(1, 1, 1))
     assert all(m.error is None for m in items)
-    assert by_key(items, "middle_axis").correct
+    assert by_key(items, "axis_in_middle").correct
 
 
 # ---------------------------------------------------------------- gradients
@@ -498,6 +498,6 @@ def test_empty_axis_is_refused_with_shapes(shape, fn):
     ],
 )
 def test_the_variant_note_says_in_plain_words_how_it_was_made(shape, words):
-    variant = by_key(mistakes(*random_inputs(*shape, seed=1)), "middle_axis", variant=True)
+    variant = by_key(mistakes(*random_inputs(*shape, seed=1)), "axis_in_middle", variant=True)
     assert words in variant.variant_note
     assert "mod" not in variant.variant_note and "cycled" not in variant.variant_note

@@ -10,7 +10,7 @@ from torch.testing import assert_close
 from attnviz import examples, hidden, tolerance, trace
 from attnviz.aggregation import weighted_sum
 from attnviz.sandbox import SandboxError, evaluate
-from attnviz.verdict import MISTAKES, Outcome, judge, judge_expression
+from attnviz.verdict import Outcome, judge, judge_expression, mistakes
 
 SHAPES = [
     (2, 3, 5),
@@ -118,10 +118,15 @@ def test_right_answer_with_softmax_and_mask_is_right(shape):
 @pytest.mark.parametrize(
     ("expr", "key", "normalize", "masked"),
     [
-        ("(net_output * att_scores[..., None]).mean(1)", "mean", None, False),
-        ("(net_output * att_scores[..., None]).sum(1)", "missing_softmax", "softmax", False),
-        ("(net_output * att_scores.softmax(1)[..., None]).sum(1)", "extra_softmax", None, False),
-        ("(net_output * att_scores[..., None]).sum(1)", "missing_mask", None, True),
+        ("(net_output * att_scores[..., None]).mean(1)", "mean_not_sum", None, False),
+        ("(net_output * att_scores[..., None]).sum(1)", "forgot_softmax", "softmax", False),
+        (
+            "(net_output * att_scores.softmax(1)[..., None]).sum(1)",
+            "softmaxed_weights",
+            None,
+            False,
+        ),
+        ("(net_output * att_scores[..., None]).sum(1)", "ignored_mask", None, True),
         (
             "(net_output * (att_scores.softmax(1) * mask)[..., None]).sum(1)",
             "mask_after_softmax",
@@ -130,7 +135,7 @@ def test_right_answer_with_softmax_and_mask_is_right(shape):
         ),
         (
             "(net_output * att_scores.softmax(0)[..., None]).sum(1)",
-            "softmax_wrong_axis",
+            "softmax_over_sentences",
             None,
             False,
         ),
@@ -153,7 +158,7 @@ def test_t_equals_h_trap_marks_the_differing_cells(shape):
     x, w = inputs(shape)
     got = run("(net_output * att_scores[:, None, :]).sum(1)", x, w)
     v = judge(got, x, w)
-    assert v.mistake is not None and v.mistake.key == "middle_axis"
+    assert v.mistake is not None and v.mistake.key == "axis_in_middle"
     want = tolerance.mismatch(got, weighted_sum(x.double(), w.double()))
     assert torch.equal(v.wrong, want) and bool(v.wrong.any())
 
@@ -197,16 +202,16 @@ def test_expected_is_the_float64_reference():
 
 
 def test_every_mistake_has_a_fix_and_a_unique_key():
-    assert len({m.key for m in MISTAKES}) == len(MISTAKES)
-    assert all(m.fix and m.title for m in MISTAKES)
+    assert len({m.key for m in mistakes()}) == len(mistakes())
+    assert all(m.fix and m.title for m in mistakes())
 
 
 @pytest.mark.parametrize(
     ("expr", "key"),
     [
-        ("(net_output * att_scores[..., None]).sum(1).T", "transposed"),
-        ("(net_output * att_scores[..., None]).sum(0)", "sum_sentences"),
-        ("(net_output * att_scores).sum(1)", "no_new_axis"),
+        ("(net_output * att_scores[..., None]).sum(1).T", "transposed_result"),
+        ("(net_output * att_scores[..., None]).sum(0)", "summed_sentences"),
+        ("(net_output * att_scores).sum(1)", "forgot_new_axis"),
     ],
 )
 def test_mistakes_that_need_b_t_and_h_equal_are_named_when_they_are(expr, key):
@@ -355,7 +360,7 @@ def test_the_mean_names_one_over_t_not_also_the_sum_it_implies():
 
 def test_the_trap_on_hidden_inputs_is_named():
     _, v = _preset_verdict(WRONG_FORMS["the T == H trap"], "uniform", (2, 4, 4))
-    assert v.mistake is not None and v.mistake.key == "middle_axis"
+    assert v.mistake is not None and v.mistake.key == "axis_in_middle"
 
 
 @pytest.mark.parametrize("expr", ["net_output.mean(1)", "net_output.sum(1) / 4"])
@@ -410,7 +415,7 @@ def test_forgetting_the_mask_on_the_padded_preset_names_the_zeros():
     assert judge(tr.result, ex.net_output, ex.att_scores, mask=ex.mask).right  # fooled alone
     v = judge_expression(expr, tr, ex.net_output, ex.att_scores, mask=ex.mask)
     assert v.outcome is Outcome.EXAMPLE_ONLY and "masked words" in v.message
-    assert v.mistake is not None and v.mistake.key == "missing_mask"
+    assert v.mistake is not None and v.mistake.key == "ignored_mask"
 
 
 @pytest.mark.parametrize("shape", [(2, 3, 5), (2, 4, 4), (4, 8, 16), (1, 1, 1)])

@@ -9,8 +9,9 @@ concept per module:
   (``Alignment`` of ``AxisMatch``: ``EQUAL``, ``STRETCHED`` or ``CLASH``).
 - ``cell``: ``provenance`` -> one result cell written out as a sum of products (``Term``) with the
   actual numbers.
-- ``mistake``: ``mistakes`` -> the gallery of wrong forms, each run live: torch's error, or the wrong
-  answer; ``square_variant`` / ``variant_words`` -> the T == H inputs where a wrong axis is silent.
+- ``mistake``: ``mistakes`` -> the gallery of wrong forms (``attnviz.forms``), each run live: torch's
+  error, or the wrong answer; ``trap`` -> the trap slide's form (``forms.TRAP``) where it is silent;
+  ``square_variant`` / ``variant_words`` -> the T == H inputs where a wrong axis is silent.
 - ``gradient``: ``gradients`` -> the backward pass: the broadcast becomes a sum, checked against autograd.
 - ``layout``: ``view_vs_copy`` -> ``expand`` (a stride-0 view, 0 bytes) beside ``repeat`` (a real copy).
 - ``inputs``: the checks every function above runs on its inputs first.
@@ -23,7 +24,7 @@ from attnviz.trace.alignment import CLASH, EQUAL, STRETCHED, Alignment, AxisMatc
 from attnviz.trace.cell import Provenance, Term, provenance
 from attnviz.trace.gradient import Gradients, gradients
 from attnviz.trace.layout import Layout, ViewCopy, view_vs_copy
-from attnviz.trace.mistake import Mistake, mistakes, square_variant, variant_words
+from attnviz.trace.mistake import Mistake, mistakes, square_variant, trap, variant_words
 from attnviz.trace.step import Step, broadcast_steps, feeding_cells
 
 __all__ = [
@@ -46,6 +47,7 @@ __all__ = [
     "mistakes",
     "provenance",
     "square_variant",
+    "trap",
     "variant_words",
     "view_vs_copy",
 ]

@@ -1,5 +1,6 @@
 """The gallery of wrong forms of the one-liner, each run live by torch (``mistakes``).
 
+The forms are the catalogue's (``attnviz.forms``) that carry gallery words, after the right one.
 Each ``Mistake`` is one form run on the inputs: torch's own error, or what it gave beside the right
 answer. The dangerous one is silent: right shape, wrong numbers, which with T == H a wrong axis
 gives without any error; ``square_variant`` builds T == H inputs so the gallery always shows it.
@@ -7,18 +8,20 @@ gives without any error; ``square_variant`` builds T == H inputs so the gallery 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
+from attnviz import forms
 from attnviz.aggregation import weighted_sum_broadcast
 from attnviz.tolerance import close
 from attnviz.trace.alignment import align_shapes
 from attnviz.trace.inputs import check_traceable
 
-__all__ = ["Mistake", "mistakes", "square_variant", "variant_words"]
+__all__ = ["Mistake", "mistakes", "square_variant", "trap", "variant_words"]
+
+Shape = tuple[int, int, int]  # (B, T, H)
 
 
 @dataclass(frozen=True)
@@ -61,159 +64,10 @@ class Mistake:
         return "silently wrong" if self.silent else "wrong shape"
 
 
-_RIGHT = "(net_output * att_scores[..., None]).sum(axis=1)"
-_RIGHT_SOFTMAX = "(net_output * att_scores.softmax(dim=1)[..., None]).sum(axis=1)"
-
-
-@dataclass(frozen=True)
-class _Form:
-    """One form of the gallery: its code, how torch runs it, and what goes wrong, from (B,T,H)."""
-
-    key: str
-    title: str
-    code: str
-    run: Callable[[Tensor, Tensor], Tensor]
-    why: Callable[[tuple[int, int, int]], str]  # explanation of what goes wrong, from (B,T,H)
-    axis_names: tuple[str, ...] = ("sentence", "hidden")  # of the result, when it runs
-    expected_code: str = _RIGHT  # the right answer it is compared with
-    expected: Callable[[Tensor, Tensor], Tensor] = weighted_sum_broadcast  # (B,H)
-
-
-def _right_softmax(x: Tensor, w: Tensor) -> Tensor:
-    return (x * w.softmax(dim=1)[..., None]).sum(dim=1)  # (B,H)
-
-
-def _align_text(x_shape: tuple, w_shape: tuple, w_name: str) -> str:
-    return align_shapes(x_shape, w_shape, name_a="net_output", name_b=w_name).explanation
-
-
-def _why_no_axis(s: tuple[int, int, int]) -> str:
-    b, t, h = s
-    text = _align_text(s, (b, t), "att_scores")
-    return (
-        f"{text} Without [..., None] the T = {t} weights line up with the last axis, the H = {h} "
-        "hidden features, instead of the words. Add a trailing axis: att_scores[..., None]."
-    )
-
-
-def _why_middle_axis(s: tuple[int, int, int]) -> str:
-    b, t, h = s
-    text = _align_text(s, (b, 1, t), "att_scores[:, None]")
-    return (
-        f"{text} [:, None] puts the new axis in the middle, (B, 1, T): the T weights face the "
-        f"hidden axis. When T == H it runs anyway and weights hidden feature k by word k's "
-        "weight -- wrong numbers, no error. The new axis belongs at the end: [..., None]."
-    )
-
-
-def _why_unsqueeze0(s: tuple[int, int, int]) -> str:
-    b, t, h = s
-    text = _align_text(s, (1, b, t), "att_scores.unsqueeze(0)")
-    return (
-        f"{text} unsqueeze(0) adds the axis at the front, (1, B, T), so the weights face the "
-        "wrong axes. Use unsqueeze(-1) (the same as [..., None])."
-    )
-
-
-def _why_sum0(s: tuple[int, int, int]) -> str:
-    b, t, h = s
-    return (
-        f"axis 0 is the sentence axis: this adds the B = {b} sentences together and gives "
-        f"(T, H) = {(t, h)} instead of (B, H) = {(b, h)}. Sum over the words: axis=1."
-    )
-
-
-def _why_sum2(s: tuple[int, int, int]) -> str:
-    b, t, h = s
-    return (
-        f"axis 2 is the hidden axis: this adds up each word's features and gives (B, T) = "
-        f"{(b, t)} instead of (B, H) = {(b, h)}. When T == H the shape looks right but the "
-        "numbers are not. Sum over the words: axis=1."
-    )
-
-
-def _why_softmax0(s: tuple[int, int, int]) -> str:
-    b, t, h = s
-    return (
-        f"softmax(dim=0) normalises each word across the B = {b} sentences, so a sentence's "
-        f"weights no longer sum to 1. The shape is right, so nothing complains. Softmax over "
-        "the words: dim=1."
-    )
-
-
-def _why_keepdim(s: tuple[int, int, int]) -> str:
-    b, t, h = s
-    return (
-        f"keepdim=True leaves the summed word axis in place as size 1: (B, 1, H) = {(b, 1, h)} "
-        f"instead of (B, H) = {(b, h)}. The numbers are right, the shape is not; drop keepdim."
-    )
-
-
-def _why_right(s: tuple[int, int, int]) -> str:
-    b, t, h = s
-    return (
-        f"(B, T, H) {s} * (B, T, 1) {(b, t, 1)} broadcasts to {s}; .sum(axis=1) adds over the "
-        f"words and gives (B, H) = {(b, h)}."
-    )
-
-
-_FORMS = (
-    _Form("right", "The right form", _RIGHT, weighted_sum_broadcast, _why_right),
-    _Form(
-        "no_new_axis",
-        "Forgot the new axis",
-        "(net_output * att_scores).sum(axis=1)",
-        lambda x, w: (x * w).sum(dim=1),
-        _why_no_axis,
-    ),
-    _Form(
-        "middle_axis",
-        "New axis in the wrong place",
-        "(net_output * att_scores[:, None]).sum(axis=1)",
-        lambda x, w: (x * w[:, None]).sum(dim=1),
-        _why_middle_axis,
-    ),
-    _Form(
-        "unsqueeze_front",
-        "unsqueeze at the front",
-        "(net_output * att_scores.unsqueeze(0)).sum(axis=1)",
-        lambda x, w: (x * w.unsqueeze(0)).sum(dim=1),
-        _why_unsqueeze0,
-    ),
-    _Form(
-        "sum_sentences",
-        "Summed over sentences",
-        "(net_output * att_scores[..., None]).sum(axis=0)",
-        lambda x, w: (x * w[..., None]).sum(dim=0),
-        _why_sum0,
-        ("word", "hidden"),
-    ),
-    _Form(
-        "sum_hidden",
-        "Summed over hidden features",
-        "(net_output * att_scores[..., None]).sum(axis=2)",
-        lambda x, w: (x * w[..., None]).sum(dim=2),
-        _why_sum2,
-        ("sentence", "word"),
-    ),
-    _Form(
-        "softmax_wrong_axis",
-        "Softmax over the wrong axis",
-        "(net_output * att_scores.softmax(dim=0)[..., None]).sum(axis=1)",
-        lambda x, w: (x * w.softmax(dim=0)[..., None]).sum(dim=1),
-        _why_softmax0,
-        expected_code=_RIGHT_SOFTMAX,
-        expected=_right_softmax,
-    ),
-    _Form(
-        "keepdim",
-        "keepdim left on",
-        "(net_output * att_scores[..., None]).sum(axis=1, keepdim=True)",
-        lambda x, w: (x * w[..., None]).sum(dim=1, keepdim=True),
-        _why_keepdim,
-        ("sentence", "word", "hidden"),
-    ),
-)
+def _gallery() -> list[tuple[str, forms.Form]]:
+    """(key, form) of the gallery: the right form, then every catalogued form with gallery words."""
+    shown = [(key, f) for key, f in forms.FORMS.items() if f.gallery is not None]
+    return [("right", forms.RIGHT), *shown]
 
 
 def variant_words(shape: tuple[int, int, int]) -> str:
@@ -242,28 +96,38 @@ def square_variant(net_output: Tensor, att_scores: Tensor) -> tuple[Tensor, Tens
     return net_output[..., idx], att_scores  # (B,T,T), (B,T)
 
 
-def _run(form: _Form, x: Tensor, w: Tensor, *, variant_of: tuple[int, int, int] | None) -> Mistake:
-    """Run one form on x (B, T, H), w (B, T); variant_of: the original shape when x is the T == H
-    variant of it."""
+def _run(key: str, form: forms.Form, x: Tensor, w: Tensor, *, variant_of: Shape | None) -> Mistake:
+    """Run one form of the gallery on x (B, T, H), w (B, T); variant_of: the original shape when
+    x is the T == H variant of it."""
+    shown = form.gallery
+    assert shown is not None  # _gallery keeps only the forms the gallery shows
     variant = variant_of is not None
     b, t, h = (int(s) for s in x.shape)
-    expected = form.expected(x, w)  # (B,H)
+    a = w.softmax(dim=1) if shown.normalize == "softmax" else w  # (B,T), the weights applied
+    expected = weighted_sum_broadcast(x, a)  # (B,H)
     try:
-        value: Tensor | None = form.run(x, w)
+        value: Tensor | None = form.runs[0](forms.Inputs(x, w, a, None, shown.normalize))
         error = None
     except RuntimeError as exc:  # torch's own message is the point
         value, error = None, str(exc).strip()
     shape = None if value is None else tuple(value.shape)
     correct = value is not None and close(value, expected)
     silent = value is not None and not correct and shape == tuple(expected.shape)
+    why = shown.why((b, t, h))
+    if shown.operand is not None:
+        written, operand_shape = shown.operand
+        aligned = align_shapes(
+            (b, t, h), operand_shape((b, t, h)), name_a="net_output", name_b=written
+        )
+        why = f"{aligned.explanation} {why}"
     return Mistake(
-        key=form.key,
-        title=form.title + (" (T == H)" if variant else ""),
+        key=key,
+        title=shown.title + (" (T == H)" if variant else ""),
         code=form.code,
         explanation=(
-            "With these sizes it happens to give the right answer, by luck: " + form.why((b, t, h))
-            if correct and form.key != "right"
-            else form.why((b, t, h))
+            "With these sizes it happens to give the right answer, by luck: " + why
+            if correct and key != "right"
+            else why
         ),
         error=error,
         correct=correct,
@@ -272,9 +136,9 @@ def _run(form: _Form, x: Tensor, w: Tensor, *, variant_of: tuple[int, int, int] 
         expected_shape=tuple(expected.shape),
         value=value,
         expected=expected,
-        expected_code=form.expected_code,
+        expected_code=forms.right_code(shown.normalize),
         input_shape=(b, t, h),
-        axis_names=form.axis_names,
+        axis_names=shown.axis_names,
         variant=variant,
         variant_note=variant_words(variant_of) if variant_of is not None else None,
     )
@@ -293,11 +157,19 @@ def mistakes(net_output: Tensor, att_scores: Tensor) -> list[Mistake]:
     t, h = x.shape[1], x.shape[2]
     square = square_variant(x, w) if t != h else None
     out: list[Mistake] = []
-    for form in _FORMS:
-        own = _run(form, x, w, variant_of=None)
+    for key, form in _gallery():
+        own = _run(key, form, x, w, variant_of=None)
         out.append(own)
-        if square is not None and form.key != "right" and not own.silent:
-            v = _run(form, *square, variant_of=tuple(x.shape))
+        if square is not None and key != "right" and not own.silent:
+            v = _run(key, form, *square, variant_of=(int(x.shape[0]), int(t), int(h)))
             if v.silent:
                 out.append(v)
     return out
+
+
+def trap(net_output: Tensor, att_scores: Tensor) -> Mistake | None:
+    """net_output (B, T, H), att_scores (B, T) -> the gallery's item for ``forms.TRAP`` that is
+    silently wrong (on these inputs, or their T == H variant), or None where it is not (right by
+    luck, e.g. when every weight is 1/T)."""
+    found = (m for m in mistakes(net_output, att_scores) if m.key == forms.TRAP and m.silent)
+    return next(found, None)
