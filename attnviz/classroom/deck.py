@@ -21,7 +21,7 @@ class Kind(enum.Enum):
 
     STEP = "step"  # one step of trace.broadcast_steps (Slide.step is its index)
     CELL = "cell"  # where one result cell comes from (trace.provenance)
-    TRAP = "trap"  # the silent T == H trap beside the right answer (trace.mistakes)
+    TRAP = "trap"  # the silent T == H trap (forms.TRAP) beside the right answer (trace.trap)
     GRAD = "grad"  # the backward pass (trace.gradients)
     VIEW = "view"  # expand vs repeat (trace.view_vs_copy)
 
@@ -97,7 +97,7 @@ def story(net_output: Tensor, att_scores: Tensor) -> Story:
             f"sentence:\n\n`{prov.equation}`",
         )
     )
-    trap = next((m for m in trace.mistakes(x, w) if m.silent), None)
+    trap = trace.trap(x, w)  # forms.TRAP, named, wherever it is silent
     if trap is not None:
         slides.append(
             Slide(

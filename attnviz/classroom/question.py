@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from torch import Tensor
 
-from attnviz import trace
+from attnviz import forms, trace
 from attnviz.errors import AttnvizError
 
 MAX_ANSWER_CHARS = 40
@@ -172,11 +172,12 @@ _TRAP_CHOICES = (
 
 
 def _trap_question(x: Tensor, w: Tensor) -> Question:
-    """What (net_output * att_scores[:, None]).sum(axis=1) does when T == H, found by running it."""
+    """What the trap slide's form (forms.TRAP: (net_output * att_scores[:, None]).sum(axis=1))
+    does when T == H, found by running it."""
     square_x, square_w = trace.square_variant(x, w) if x.shape[1] != x.shape[2] else (x, w)
     b, t, h = (int(s) for s in square_x.shape)
     run = next(
-        m for m in trace.mistakes(square_x, square_w) if m.key == "middle_axis" and not m.variant
+        m for m in trace.mistakes(square_x, square_w) if m.key == forms.TRAP and not m.variant
     )
     if run.error is not None:
         answer = 0
@@ -191,7 +192,7 @@ def _trap_question(x: Tensor, w: Tensor) -> Question:
         slide="trap",
         prompt=(
             f"Now T == H: net_output {format_shape((b, t, h))}, att_scores {format_shape((b, t))}. "
-            "What does (net_output * att_scores[:, None]).sum(axis=1) do?"
+            f"What does {forms.FORMS[forms.TRAP].code} do?"
         ),
         kind=Kind.CHOICE,
         choices=_TRAP_CHOICES,
