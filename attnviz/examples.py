@@ -141,6 +141,19 @@ def padded(b: int = 2, t: int = 3, h: int = 5, *, seed: int = 0) -> tuple[Tensor
     return net_output, att_scores.to(torch.float32), mask
 
 
+def square(b: int = 2, t: int = 4, h: int = 4, *, seed: int = 0) -> tuple[Tensor, Tensor]:
+    """Seeded random values whose weights are far from uniform, meant for T == H (it opens at
+    SQUARE_SHAPE): the shape where a wrong axis, ``att_scores[:, None]``, raises no error."""
+    _check_size(b, t, h)
+    g = torch.Generator().manual_seed(int(seed) + 2)
+    net_output = torch.rand(b, t, h, generator=g)  # (B, T, H)
+    att_scores = (2 * torch.randn(b, t, generator=g)).softmax(dim=1)  # (B, T), rows sum to 1
+    return net_output, att_scores
+
+
+SQUARE_SHAPE = (2, 4, 4)  # (B, T, H): T == H
+
+
 def _classic_example(b: int, t: int, h: int, seed: int) -> Example:
     if (b, t, h) == (2, 3, 5):
         x, w = classic()
@@ -178,7 +191,15 @@ PRESETS: dict[str, Callable[[int, int, int, int], Example]] = {
     "random": _preset(
         "random", "Seeded random values; each row of weights sums to 1.", random_example
     ),
+    "square": _preset(
+        "square",
+        "T == H (4 words, 4 hidden): att_scores[:, None] runs without an error here, and is wrong.",
+        square,
+    ),
 }
+
+#: The shape a preset opens at when picked from the menu, where it has one of its own.
+OPENS_AT: dict[str, tuple[int, int, int]] = {"square": SQUARE_SHAPE}
 
 
 @functools.cache  # a property of the preset: built once, at the smallest shape

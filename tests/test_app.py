@@ -207,7 +207,9 @@ def test_each_preset_shows_its_own_result(name):
     at = _app()
     at.selectbox(key="pg_preset").set_value(name).run()
     assert not at.exception
-    ex = examples.preset(name, 2, 3, 5)
+    shape = examples.OPENS_AT.get(name, (2, 3, 5))  # the square preset opens at T == H
+    assert at.session_state["pg_x"].shape == shape
+    ex = examples.preset(name, *shape)
     expected = attnviz.weighted_sum(
         ex.net_output, ex.att_scores, mask=ex.mask, normalize=ex.normalize
     )
@@ -525,10 +527,37 @@ def test_weights_applied_are_shown_with_four_decimals():
 
 
 @pytest.mark.parametrize(
-    ("value", "shown"), [(0.44, "0.4400"), (0.7718, "0.7718"), (1.0, "1.0000"), (1e-5, "0.00001")]
+    ("value", "shown"),
+    [
+        (0.44, "0.4400"),
+        (0.7718, "0.7718"),
+        (1.0, "1.0000"),
+        (1 / 3, "0.3333"),  # not the float32 noise 0.33333334
+        (0.082744725, "0.0827"),
+        (-0.0, "0.0000"),
+        (-999999.99, "-1000000.0000"),
+        (1e-5, "1e-05"),  # too small for four decimals: its own digits, never 0.0000
+        (-2.5e-5, "-2.5e-05"),
+    ],
 )
-def test_editor_cells_show_four_decimals_unless_more_are_needed(value, shown):
+def test_editor_cells_show_four_decimals_unless_too_small(value, shown):
     assert edit.cell_text(value) == shown
+
+
+@pytest.mark.parametrize(
+    ("preset", "size"), [("uniform", None), ("padded", None), ("random", ("t", 7))]
+)
+def test_no_table_shows_float_noise(preset, size):
+    """Editors and result tables show at most four decimals, on presets whose weights are 1/T
+    and after a resize (where float32's shortest spelling has eight or nine)."""
+    at = _app()
+    at.selectbox(key="pg_preset").set_value(preset).run()
+    if size:
+        at.number_input(key=f"pg_{size[0]}").set_value(size[1]).run()
+    assert not at.exception
+    cells = [v for _, _, rows in _tables(at) for row in rows for v in row]
+    cells += [str(v) for e in at.dataframe for v in e.value.to_numpy().ravel()]
+    assert cells and all(re.fullmatch(r"-?\d+\.\d{4}|True|False", v) for v in cells), cells
 
 
 def test_back_and_next_name_the_step_they_go_to():
@@ -553,3 +582,37 @@ def test_the_first_page_run_freezes_what_it_loaded():
     frozen = gc.get_freeze_count()
     _app()  # a second run freezes nothing more
     assert gc.get_freeze_count() == frozen
+
+
+def test_step_by_step_says_what_the_trap_computes_when_t_equals_h():
+    at = _app({"p": "square", "s": "2x4x4"})
+    assert "so `(net_output * att_scores[:, None]).sum(axis=1)` would not raise" in _texts(at)
+    ex = examples.preset("square", 2, 4, 4)
+    trap = (ex.net_output * ex.att_scores[:, None]).sum(dim=1)  # (B,T,H) * (B,1,T): no error
+    right = attnviz.weighted_sum(ex.net_output, ex.att_scores)
+    shown = [
+        np.array(c, dtype=np.float64)
+        for a, cols, c in _tables(at)
+        if cols == ["h0", "h1", "h2", "h3"]
+    ]
+    # the result box, the trap's numbers, the right numbers for comparison
+    torch.testing.assert_close(shown[1], trap.double().numpy(), rtol=0, atol=5.1e-5)
+    torch.testing.assert_close(shown[2], right.double().numpy(), rtol=0, atol=5.1e-5)
+    assert not np.allclose(shown[1], shown[2], atol=1e-3)
+
+
+def test_the_trap_note_says_right_by_luck_on_uniform_weights():
+    at = _app({"p": "uniform", "s": "2x4x4"})
+    assert "even gives the right numbers" in _texts(at)
+
+
+def test_no_trap_note_where_t_differs_from_h():
+    assert "would not raise" not in _texts(_app())
+
+
+def test_the_square_preset_opens_at_t_equal_to_h_and_a_seed_keeps_the_shape():
+    at = _app()
+    at.selectbox(key="pg_preset").set_value("square").run()
+    at.number_input(key="pg_t").set_value(6).run()
+    at.number_input(key="pg_seed").set_value(3).run()
+    assert at.session_state["pg_x"].shape == (2, 6, 4)  # a seed keeps the shape on screen

@@ -70,3 +70,22 @@ def test_bad_sizes_are_refused(bad):
 def test_unknown_preset_lists_the_choices():
     with pytest.raises(AttnvizError, match="classic"):
         examples.preset("nope")
+
+
+def test_a_preset_opens_with_t_equal_to_h():
+    """The trap's preset: T == H, where att_scores[:, None] raises nothing."""
+    b, t, h = examples.OPENS_AT["square"]
+    assert t == h
+    ex = examples.preset("square", b, t, h)
+    wrong = (ex.net_output * ex.att_scores[:, None]).sum(dim=1)  # (B, T, T) -> (B, T): no error
+    right = weighted_sum(ex.net_output, ex.att_scores)
+    assert wrong.shape == right.shape and not torch.allclose(wrong, right, atol=1e-3)
+
+
+def test_every_opening_shape_is_a_preset_within_the_limits():
+    for name, shape in examples.OPENS_AT.items():
+        assert name in examples.PRESETS
+        assert all(
+            1 <= n <= m
+            for n, m in zip(shape, (examples.MAX_B, examples.MAX_T, examples.MAX_H), strict=True)
+        )

@@ -24,6 +24,7 @@ from attnviz.figures import (
     mistakes_figure,
     provenance_figure,
     shared_zrange,
+    short_title,
     step_figure,
     story_figures,
     tensor_figure,
@@ -495,3 +496,28 @@ def test_numbered_axis_names_are_not_pluralised(shape):
 def test_named_axes_are_still_pluralised():
     text = description(tensor_figure(torch.rand(2, 3, 4), title="x"))
     assert "words (3)" in text and "hidden features (4)" in text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "(net_output * att_scores[..., None]).sum(axis=1) / att_scores.sum(dim=1, keepdim=True)",
+        "torch.einsum('bth,bt->bh', net_output, att_scores_renormalised_by_their_own_sum)",
+        "net_output.sum(1) * 0.333333333333333333333333333333333333333333333333333",
+    ],
+)
+def test_a_long_title_is_cut_between_tokens(text):
+    short = short_title(text)
+    assert len(short) <= 60 and short.endswith(" …")
+    kept = short[: -len(" …")]
+    assert text.startswith(kept) and kept
+    rest = text[len(kept) :]
+    assert not (kept[-1].isalnum() and rest[0].isalnum()), (kept, rest)  # not inside a token
+
+
+def test_a_short_title_is_kept_as_it_is():
+    assert short_title("net_output.mean(1)") == "net_output.mean(1)"
+
+
+def test_one_token_longer_than_a_title_is_cut_to_fit():
+    assert short_title("x" * 90) == "x" * 58 + " …"

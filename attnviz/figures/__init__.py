@@ -12,7 +12,7 @@ axes are labelled sentence / word / hidden; fonts are large enough for a project
 
 Builders: ``tensor_figure``, ``step_figure``, ``story_figures``, ``alignment_figure``,
 ``provenance_figure``, ``mistake_figure``, ``mistakes_figure``, ``gradient_figure``,
-``view_copy_figure``. Helpers: ``shared_zrange``, ``description``, ``figure_html``.
+``view_copy_figure``. Helpers: ``shared_zrange``, ``description``, ``figure_html``, ``short_title``.
 
 Screens: every builder takes ``style=`` a ``Style``: ``SCREEN`` (the default), ``PROJECTOR`` (every
 text in the figure at least 24 px, for the back row) or ``PHONE`` (panels stacked, numbers at least
@@ -51,6 +51,7 @@ from attnviz.figures.style import (
 from attnviz.figures.text import (
     description,
     figure_html,
+    short_title,
 )
 
 __all__ = [
@@ -68,6 +69,7 @@ __all__ = [
     "mistakes_figure",
     "provenance_figure",
     "shared_zrange",
+    "short_title",
     "step_draft",
     "step_figure",
     "story_figures",

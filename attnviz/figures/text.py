@@ -1,12 +1,30 @@
 """A figure's words: its plain-text description (``describe``/``description``), labels escaped and
-wrapped for plotly, and ``figure_html``, a self-contained page with the description beside it.
+wrapped for plotly, titles shortened between tokens (``short_title``), and ``figure_html``, a self-contained page with the description beside it.
 """
 
 from __future__ import annotations
 
 import html
+import re
 
 import plotly.graph_objects as go
+
+_TOKEN = re.compile(r"\s*(\w+|\S)")  # a name or number, or one other character
+
+
+def short_title(text: str, most: int = 60) -> str:
+    """A title of at most ``most`` characters: text as it is when it fits, else its first whole
+    tokens (names, numbers, single symbols; never half of one) and " …". A first token longer
+    than the title itself is the one thing cut inside."""
+    text = " ".join(text.split())
+    if len(text) <= most:
+        return text
+    end = 0
+    for match in _TOKEN.finditer(text):
+        if match.end() > most - 2:
+            break
+        end = match.end()
+    return text[: end or most - 2].rstrip() + " …"
 
 
 def describe(fig: go.Figure, text: str) -> go.Figure:

@@ -80,9 +80,15 @@ class ExampleChoice:
     use_mask: bool
 
 
-def example_controls(on_preset: Callable[[], None], on_resize: Callable[[], None]) -> ExampleChoice:
-    """Preset, B/T/H, seed, softmax and mask. on_preset rebuilds the example from the preset;
-    on_resize keeps the values that still fit. Every value is checked before its widget is drawn."""
+def example_controls(
+    on_preset: Callable[[], None],
+    on_resize: Callable[[], None],
+    *,
+    on_seed: Callable[[], None] | None = None,
+) -> ExampleChoice:
+    """Preset, B/T/H, seed, softmax and mask. on_preset rebuilds the example from the preset
+    picked; on_resize keeps the values that still fit; on_seed (default on_preset) rebuilds it
+    with a new seed. Every value is checked before its widget is drawn."""
     choose("pg_preset", list(examples.PRESETS), "classic")
     for letter, most in zip(
         examples.AXIS_LETTERS, (examples.MAX_B, examples.MAX_T, examples.MAX_H), strict=True
@@ -126,7 +132,7 @@ def example_controls(on_preset: Callable[[], None], on_resize: Callable[[], None
         step=1.0,
         format="%.0f",
         key="pg_seed",
-        on_change=on_preset,
+        on_change=on_preset if on_seed is None else on_seed,
         help="Seed of the random values (presets other than the 2x3x5 classic numbers).",
     )
     softmax = cols[5].toggle(

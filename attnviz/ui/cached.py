@@ -32,6 +32,7 @@ from plotly.basedatatypes import BaseFigure
 import attnviz
 from attnviz import examples, figures, trace
 from attnviz.figures.draft import Draft
+from attnviz.forms import TRAP
 
 TTL = "20m"
 PLOT_CONFIG = {
@@ -49,6 +50,7 @@ BUDGETS: dict[str, tuple[int, str]] = {
     "forms": (64, "1MiB"),
     "mistakes": (64, "8MiB"),
     "mistake_figure": (128, "8MiB"),
+    "trap": (64, "1MiB"),
     "gradients": (64, "8MiB"),
     "view_copy": (64, "4MiB"),
 }
@@ -308,6 +310,30 @@ def mistakes(x: np.ndarray, wa: np.ndarray) -> tuple[tuple[MistakeText, ...], Sp
         for m in items
     )
     return texts, Spec.of(figures.mistakes_figure(items))
+
+
+@dataclass(frozen=True)
+class TrapView:
+    """The T == H trap run on the example: its code, what it gives (B, H) beside the right answer
+    (B, H), and whether those differ (False: right here by luck, e.g. every weight 1/T)."""
+
+    code: str
+    value: np.ndarray
+    expected: np.ndarray
+    wrong: bool
+
+
+@_cache("trap")
+def trap(x: np.ndarray, wa: np.ndarray) -> TrapView | None:
+    """x (B, T, H), wa (B, T) -> the trap form (``attnviz.forms.TRAP``) run by torch on them, where T == H
+    lets it run without an error; None where T != H (torch refuses it)."""
+    if x.shape[1] != x.shape[2]:
+        return None
+    m = next(m for m in trace.mistakes(_t(x), _t(wa)) if m.key == TRAP and not m.variant)
+    if m.value is None:  # torch refused it after all: nothing silent to show
+        return None
+    value = m.value.numpy().astype(np.float32)  # (B, H)
+    return TrapView(m.code, value, m.expected.numpy().astype(np.float32), not m.correct)
 
 
 @_cache("mistake_figure")

@@ -164,13 +164,14 @@ def apply_edits(
 
 
 def cell_text(v: float) -> str:
-    """How an editor cell shows a float32 value: four decimals when they are exact (``0.7718``,
-    ``1.0000``), else its shortest float32 spelling (``0.123456``, ``1e-05``)."""
-    v32 = np.float32(v)
-    four = f"{float(v32):.4f}"
-    if np.float32(float(four)) == v32 and abs(float(v32)) < 1e5:
-        return four
-    return np.format_float_positional(v32, unique=True, trim="-")
+    """How an editor cell shows a float32 value: rounded to four decimals, as every table of the
+    page shows numbers (``0.7718``, ``1.0000``, ``0.3333`` for 1/3), or, for a value too small
+    for four decimals to show (under 0.00005 in size, not 0), three significant digits
+    (``1e-05``, ``-2.5e-05``). The value itself is kept as it is: only edited cells change it."""
+    x = float(np.float32(v))
+    if x != 0 and abs(x) < 5e-5:
+        return f"{x:.3g}"
+    return f"{x:.4f}" if x != 0 else "0.0000"
 
 
 def cell_texts(a: np.ndarray) -> np.ndarray:

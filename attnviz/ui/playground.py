@@ -27,6 +27,7 @@ from attnviz.ui.current import Current
 from attnviz.ui.safe import inert
 
 TABS = sections.TABS  # (url key, label)
+numbers_markdown = sections.numbers_markdown
 CELL_WIDTH = 92  # px: "-999999.9999" (the widest value the limits allow) fits
 
 
@@ -57,11 +58,22 @@ def _preset_name() -> str:
 
 
 def _on_preset() -> None:
+    """A new seed: the preset again at the same shape (edits are replaced)."""
     ss = st.session_state
     b, t, h, seed = _size()
     x, w, m, softmax, use_mask = cached.preset(_preset_name(), b, t, h, seed)
     ss["pg_softmax"], ss["pg_use_mask"] = softmax, use_mask
     _set_example(x, w, m)
+
+
+def _on_pick_preset() -> None:
+    """A preset picked from the menu: at its own shape where it has one (``examples.OPENS_AT``:
+    the square preset opens at T == H), else at the shape on screen."""
+    opens_at = examples.OPENS_AT.get(_preset_name())
+    if opens_at is not None:
+        ss = st.session_state
+        ss["pg_b"], ss["pg_t"], ss["pg_h"] = (float(n) for n in opens_at)  # float widgets
+    _on_preset()
 
 
 def _on_resize() -> None:
@@ -242,16 +254,6 @@ def _editors(choice: _controls.ExampleChoice) -> Current:
     return ex
 
 
-def numbers_markdown(values: np.ndarray, axis: str, cols: list[str]) -> str:
-    """A read-only table of numbers (R, C), all with four decimals, as Markdown, its rows numbered
-    0..R-1 under the axis's name as in the editors: our own labels and formatted numbers only,
-    never a visitor's text."""
-    lines = [f"| {axis} | " + " | ".join(cols) + " |", "|--:|" + "--:|" * len(cols)]
-    for i, row in enumerate(np.asarray(values, dtype=np.float64) + 0.0):
-        lines.append(f"| {i} | " + " | ".join(f"{v:.4f}" for v in row) + " |")
-    return "\n".join(lines)
-
-
 def _result(ex: Current, ok: bool) -> None:
     b, t, h = ex.shape
     # a heading and its table in one element: an edit redraws them for every student of a class
@@ -321,7 +323,11 @@ def page() -> None:
     if ss.get("pg_notice"):
         st.warning(inert(ss["pg_notice"]), icon="⚠️")
         ss["pg_notice"] = None
-    choice = _controls.example_controls(callback(_on_preset, "pg_"), callback(_on_resize, "pg_"))
+    choice = _controls.example_controls(
+        callback(_on_pick_preset, "pg_"),
+        callback(_on_resize, "pg_"),
+        on_seed=callback(_on_preset, "pg_"),
+    )
     _workspace(choice)
     ss["pg_page_done"] = True
 

@@ -20,7 +20,7 @@ import streamlit as st
 import torch
 
 from attnviz import figures
-from attnviz.ui import _controls, cached, export, expression, link
+from attnviz.ui import _controls, cached, edit, export, expression, link
 from attnviz.ui.boundary import callback
 from attnviz.ui.current import Current
 
@@ -76,6 +76,16 @@ def _synced(fn: Callable[..., None]) -> Callable[..., None]:
     return run
 
 
+def numbers_markdown(values: np.ndarray, axis: str, cols: list[str]) -> str:
+    """A read-only table of numbers (R, C), all with four decimals, as Markdown, its rows numbered
+    0..R-1 under the axis's name as in the editors: our own labels and formatted numbers only,
+    never a visitor's text."""
+    lines = [f"| {axis} | " + " | ".join(cols) + " |", "|--:|" + "--:|" * len(cols)]
+    for i, row in enumerate(np.asarray(values, dtype=np.float64) + 0.0):
+        lines.append(f"| {i} | " + " | ".join(f"{v:.4f}" for v in row) + " |")
+    return "\n".join(lines)
+
+
 # ---- the sections ------------------------------------------------------------------------------
 
 
@@ -100,9 +110,37 @@ def _steps_body(ex: Current) -> None:
         cached.show(cached.step_figure(ex.x, ex.applied, i), key=f"pg_fig_step_{i}")
 
 
+def _trap_note(ex: Current) -> None:
+    """Where T == H: the trap form runs without an error here; what it computes, run by torch."""
+    view = cached.trap(ex.x, ex.applied)
+    if view is None:
+        return
+    b, t, h = ex.shape
+    cols = edit.col_labels("h", h)
+    what = (
+        "It gives a result of the right shape "
+        f"{(b, h)} and the wrong numbers: word k's weight multiplies hidden feature k."
+        if view.wrong
+        else "Here it even gives the right numbers, because every word's weight is the same: "
+        "change one weight and it goes wrong without a word."
+    )
+    with st.container(border=True, key="pg_trap"):
+        st.markdown(
+            f"**Careful: here T = H = {t}, so `{view.code}` would not raise an error.** "
+            f"`att_scores[:, None]` is {(b, 1, t)}; against `net_output` {(b, t, h)} its {t} "
+            f"words line up with the {h} hidden features. {what}\n\n"
+            "What it would compute:\n\n" + numbers_markdown(view.value, "sentence", cols)
+        )
+        if view.wrong:
+            st.caption("The right `weighted`, for comparison:")
+            st.markdown(numbers_markdown(view.expected, "sentence", cols))
+
+
 def steps_section(ex: Current) -> None:
     """The one-liner step by step: Back/Next or all at once, shape and strides on every step.
-    Back/Next rerun only the step (a fragment); the table of every step is drawn once."""
+    Back/Next rerun only the step (a fragment); the table of every step is drawn once. Where
+    T == H, a note says what the trap form would compute (``_trap_note``)."""
+    _trap_note(ex)
     _steps_body(ex)
     _steps_table(ex)
 
