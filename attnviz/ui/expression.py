@@ -250,7 +250,7 @@ def section(
         wrong = s["verdict"]["wrong"]
         fig = figures.tensor_figure(
             value,
-            title=expr[:60],
+            title=figures.short_title(expr),  # cut between tokens, never inside one
             axis_names=tuple(f"axis {i}" for i in range(value.ndim)),
             name="expression",
             highlight=wrong,
