@@ -503,3 +503,26 @@ def test_the_browsers_report_is_parsed_strictly():
         )
     assert parse_screen({**good, "token": "x"}).token == ""
     assert parse_screen("nope") == Screen() and parse_screen({**good, "w": 10**6}) == Screen()
+
+
+def test_a_projectors_figure_takes_smaller_text_only_when_that_makes_it_fit():
+    from attnviz import examples, figures
+    from attnviz.classroom import deck
+    from attnviz.ui import walkthrough as wt
+    from attnviz.ui.live_screen import Screen
+
+    slides = deck.story(*examples.classic()).slides
+    projector = Screen(1920, 1080, reported=True)
+    for slide in slides:  # no class: every slide has room for the projector's 24 px text
+        assert wt.figure_fit(projector, slide) == (
+            figures.PROJECTOR,
+            wt.figure_height(projector, slide),
+        )
+    trap = next(s for s in slides if s.key == "trap")
+    room = wt.figure_room(projector, trap, 140, wt.SLIDE_SHARE)  # a class's strip, a question
+    assert wt.SMALLER_TEXT_LEAST <= room < wt.PROJECTOR_LEAST
+    assert wt.figure_fit(projector, trap, 140, wt.SLIDE_SHARE) == (figures.SCREEN, room)
+    squeezed = wt.figure_fit(projector, slides[0], 650)  # beside a QR code shown to the room
+    assert squeezed == (figures.PROJECTOR, wt.PROJECTOR_LEAST)
+    laptop = Screen(1366, 768, reported=True)
+    assert wt.figure_fit(laptop, trap, 250)[0] is figures.SCREEN

@@ -193,6 +193,9 @@ def figure_room(
 
 #: The fewest px a figure gets on a projector (its text is 24 px), and with a laptop's text.
 PROJECTOR_LEAST, LAPTOP_LEAST = 380, 210
+#: The fewest px for which a projector's figure takes a laptop's text rather than its own height
+#: (below it, as beside a QR code shown to the room, its rows would be too thin to read).
+SMALLER_TEXT_LEAST = 220
 
 
 def figure_height(
@@ -211,10 +214,11 @@ def figure_fit(
 ) -> tuple[figures.Style, int]:
     """The figure's style and height. On a projector with less room than a figure with 24 px text
     needs (a live class's strip above a long narration), the figure takes a laptop's text size
-    and the room there is, so that the slide still fits the screen."""
+    and the room there is (at least SMALLER_TEXT_LEAST px), so that the slide still fits."""
     height = figure_height(screen, slide, above, share)
-    if screen.style is figures.PROJECTOR and figure_room(screen, slide, above, share) < height:
-        return figures.SCREEN, max(figure_room(screen, slide, above, share), LAPTOP_LEAST)
+    room = figure_room(screen, slide, above, share)
+    if screen.style is figures.PROJECTOR and SMALLER_TEXT_LEAST <= room < height:
+        return figures.SCREEN, room
     return screen.style, height
 
 
