@@ -1,16 +1,17 @@
 """Lesson 02's checkers: the weighted sum (however written), with a softmax, with a mask, and the
 gradient of the weights. Each exercise is a registry of known mistakes, computed on the same
-inputs as the student's function; the engine does the rest."""
+inputs as the student's function; the engine does the rest. The wrong forms of the weighted sum
+come from the one catalogue, ``attnviz.forms`` (read whenever a checker runs); each exercise adds
+its own (a softmax's, a mask's)."""
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 
 import torch
 from torch import Tensor
 
-from attnviz import examples, tolerance
+from attnviz import examples, forms, tolerance
 from attnviz.exercises.cases import distinct_sizes, expected_of, rng_and_generator
 from attnviz.exercises.engine import (
     COMMON,
@@ -87,138 +88,63 @@ def _ws(x: Tensor, w: Tensor) -> Tensor:
 
 
 # --------------------------------------------------------------------------------------------
+# The catalogue's forms (attnviz.forms), as each exercise's registry
+
+
+def _on(run: forms.Run, make: Callable[..., forms.Inputs]) -> Callable[..., Tensor]:
+    """run, called with an exercise's own arguments: make(*args) builds the Inputs it reads."""
+    return lambda *args: run(make(*args))
+
+
+def catalogue(setting: forms.Setting, make: Callable[..., forms.Inputs]) -> dict[str, Entry]:
+    """The catalogue's forms that the lessons recognise in setting, as entries computed from an
+    exercise's arguments (make(*args) -> Inputs), in the catalogue's order."""
+    return {
+        key: Entry(f.lesson.title, f.lesson.hint, tuple(_on(r, make) for r in f.runs))
+        for key, f in forms.FORMS.items()
+        if f.lesson is not None and f.lesson.setting is setting
+    }
+
+
+def weighted() -> dict[str, Entry]:
+    """The weighted sum's known mistakes (net_output, att_scores), from the catalogue as it is now."""
+    found = catalogue(forms.Setting.WEIGHTS, forms.Inputs.of_weights)
+    return {k: e for k, e in found.items() if forms.FORMS[k].when(None, False)}
+
+
+def lifted(normalize: str | None, masked: bool) -> dict[str, Entry]:
+    """``weighted()``'s forms that are mistakes where the weights come from a softmax (normalize)
+    or a mask (masked); the exercise lifts them onto the weights it applies."""
+    return {k: e for k, e in weighted().items() if forms.FORMS[k].when(normalize, masked)}
+
+
+class Mistakes(Mapping[str, Entry]):
+    """An exercise's registry, built by build() from the catalogue whenever the catalogue changed:
+    a form registered in ``attnviz.forms`` is recognised by the next check."""
+
+    def __init__(self, build: Callable[[], dict[str, Entry]]) -> None:
+        self._build = build
+        self._seen: tuple[tuple[str, forms.Form], ...] = ()
+        self._entries: dict[str, Entry] = {}
+
+    def _now(self) -> dict[str, Entry]:
+        seen = tuple(forms.FORMS.items())
+        if seen != self._seen or not self._entries:
+            self._seen, self._entries = seen, self._build()
+        return self._entries
+
+    def __getitem__(self, key: str) -> Entry:
+        return self._now()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._now())
+
+    def __len__(self) -> int:
+        return len(self._now())
+
+
+# --------------------------------------------------------------------------------------------
 # Exercise 1-3: the weighted sum
-
-
-def _swapped_specs() -> tuple[Callable[[Tensor, Tensor], Tensor], ...]:
-    """The einsum spec with two of its letters swapped (every such spec but the right one and the
-    transposed output, which has its own entry)."""
-    spec = "bth,bt->bh"
-    where = [i for i, c in enumerate(spec) if c.isalpha()]
-    out, seen = [], {spec, "bth,bt->hb"}
-    for i, j in itertools.combinations(where, 2):
-        s = list(spec)
-        s[i], s[j] = s[j], s[i]
-        swapped = "".join(s)
-        if swapped not in seen:
-            seen.add(swapped)
-            out.append(lambda x, w, s=swapped: torch.einsum(s, x, w))
-    return tuple(out)
-
-
-_NEW_AXIS = (
-    "Shapes align from the right, so att_scores (B, T) met net_output's LAST two axes: words "
-    "met hidden features (silently when T == H). It needs a trailing axis: (B, T) → (B, T, 1)."
-)
-
-WEIGHTED: dict[str, Entry] = {
-    "forgot_new_axis": Entry("forgot `[..., None]`", _NEW_AXIS, lambda x, w: (x * w).sum(dim=1)),
-    "axis_in_middle": Entry(
-        "put the new axis in the middle (`[:, None]` or `unsqueeze(1)`) instead of at the end",
-        "att_scores became (B, 1, T), so its words met net_output's hidden axis (silently when "
-        "T == H). The size-1 axis has to be the last one: (B, T, 1).",
-        lambda x, w: (x * w[:, None]).sum(dim=1),
-    ),
-    "wrong_axis": Entry(
-        "summed the wrong axis",
-        "Your sum collapsed the hidden axis H and kept the words. Add up the words of each "
-        "sentence (axis T) instead. Which axis number is T in (B, T, H)?",
-        lambda x, w: (x * w[..., None]).sum(dim=2),
-    ),
-    "summed_sentences": Entry(
-        "summed over the sentences (axis B) instead of the words",
-        "Each sentence must keep its own result. Which axis number holds the words?",
-        lambda x, w: (x * w[..., None]).sum(dim=0),
-    ),
-    "summed_everything_but_hidden": Entry(
-        "summed over the sentences as well as the words",
-        "Each sentence must keep its own vector: one row per sentence.",
-        lambda x, w: (x * w[..., None]).sum(dim=(0, 1)),
-    ),
-    "squeezed_batch": Entry(
-        "called `squeeze()` with no axis, which also removed the sentence axis when B = 1",
-        "`squeeze()` drops EVERY axis of size 1, so with one sentence (B = 1) the result lost its "
-        "B axis too: (1, H) became (H,). Name the one axis you mean to remove, or index it.",
-        lambda x, w: torch.bmm(w[:, None, :], x).squeeze(),
-    ),
-    "summed_hidden_too": Entry(
-        "summed over the hidden axis as well as the words",
-        "Each sentence keeps a vector of H numbers: add up the words only.",
-        lambda x, w: (x * w[..., None]).sum(dim=(1, 2)),
-    ),
-    "summed_everything": Entry(
-        "summed every number into one",
-        "A sum with no axis adds everything up. Name the axis to collapse.",
-        lambda x, w: (x * w[..., None]).sum(),
-    ),
-    "kept_dim": Entry(
-        "kept the word axis (a size-1 axis is left over)",
-        "Your result has shape (B, 1, H): remove that size-1 axis so the result is (B, H).",
-        lambda x, w: (x * w[..., None]).sum(dim=1, keepdim=True),
-    ),
-    "no_sum": Entry(
-        "multiplied but did not sum",
-        "The product (B, T, H) scales each word by its weight; the words of each sentence still "
-        "have to be added up.",
-        lambda x, w: x * w[..., None],
-    ),
-    "mean_not_sum": Entry(
-        "took the mean instead of the sum",
-        "The mean divides by the number of words T. The weights already say how much each word "
-        "counts: add the weighted words up.",
-        lambda x, w: (x * w[..., None]).mean(dim=1),
-    ),
-    "max_not_sum": Entry(
-        "took the maximum over the words instead of the sum",
-        "The maximum keeps one word per hidden feature; the weighted sum adds every word up.",
-        lambda x, w: (x * w[..., None]).amax(dim=1),
-    ),
-    "unweighted_sum": Entry(
-        "added up the words without the weights",
-        "att_scores never entered your result: multiply each word by its weight before adding.",
-        lambda x, w: x.sum(dim=1),
-    ),
-    "unweighted_mean": Entry(
-        "averaged the words without the weights",
-        "That is mean pooling; it ignores att_scores.",
-        lambda x, w: x.mean(dim=1),
-    ),
-    "softmaxed_weights": Entry(
-        "applied a softmax to att_scores",
-        "Here att_scores are already the weights: use them as they are.",
-        lambda x, w: (x * w.softmax(dim=1)[..., None]).sum(dim=1),
-    ),
-    "normalised_weights": Entry(
-        "divided by the sum of the weights",
-        "Use the weights exactly as given, even when they do not add up to 1.",
-        lambda x, w: (x * w[..., None]).sum(dim=1) / w.sum(dim=1, keepdim=True),
-    ),
-    "transposed_result": Entry(
-        "returned the result transposed, (H, B)",
-        "The result should have one row per sentence: (B, H).",
-        lambda x, w: (x * w[..., None]).sum(dim=1).T,
-    ),
-    "einsum_letters_swapped": Entry(
-        "swapped two letters in the einsum spec",
-        "Each letter names one axis, in the operand's own order: net_output is (sentence, word, "
-        "hidden), att_scores is (sentence, word). With T == H a swap runs silently.",
-        _swapped_specs(),
-    ),
-    "einsum_operands_swapped": Entry(
-        "passed the operands to einsum in another order than its spec",
-        "The spec's comma-separated parts describe the operands in the order you pass them: "
-        "three letters for net_output (B, T, H), two for att_scores (B, T).",
-        (
-            lambda x, w: torch.einsum("bth,bt->bh", w, x),
-            lambda x, w: torch.einsum("bt,bth->bh", x, w),
-        ),
-    ),
-    "first_sentence_weights": Entry(
-        "used the first sentence's weights for every sentence",
-        "Each sentence has its own row of att_scores.",
-        lambda x, w: (x * w[:1, :, None]).sum(dim=1),
-    ),
-}
 
 
 def divided_by_a_sum(o: Outcome, sums: tuple[Tensor, ...], words: Tensor) -> bool:
@@ -253,7 +179,7 @@ def _judge_weighted(o: Outcome) -> Outcome:
 _WEIGHTED = Exercise(
     "weighted_sum",
     "net_output, att_scores",
-    COMMON | WEIGHTED,
+    Mistakes(lambda: COMMON | weighted()),
     _judge_weighted,
     no_loop=True,
 )
@@ -282,11 +208,6 @@ def _masked_ws(x: Tensor, w: Tensor, mask: Tensor) -> Tensor:
 
 
 MASKED: dict[str, Entry] = {
-    "ignored_mask": Entry(
-        "ignored the mask",
-        "The padded words (mask False) still counted: their weight must be zero.",
-        lambda x, w, m: _ws(x, w),
-    ),
     "inverted_mask": Entry(
         "kept the padding and dropped the real words (the mask is inverted)",
         "In this mask True marks a real word and False marks padding.",
@@ -336,7 +257,13 @@ MASKED: dict[str, Entry] = {
         "words' weights before the sum.",
         lambda x, w, m: _ws(x, w) * m.any(dim=1, keepdim=True),
     ),
-} | lift(WEIGHTED, lambda f: lambda x, w, mask: f(x, w * mask))
+}  # the mask's own mistakes; the catalogue's come first (see _masked)
+
+
+def _masked() -> dict[str, Entry]:
+    own = catalogue(forms.Setting.MASK, forms.Inputs.of_masked)
+    lift_ = lift(lifted(None, True), lambda f: lambda x, w, mask: f(x, w * mask))
+    return own | MASKED | lift_
 
 
 def _judge_masked(o: Outcome) -> Outcome:
@@ -353,7 +280,7 @@ def _judge_masked(o: Outcome) -> Outcome:
 _MASKED = Exercise(
     "masked_weighted_sum",
     "net_output, att_scores, mask",
-    COMMON | MASKED,
+    Mistakes(lambda: COMMON | _masked()),
     _judge_masked,
     no_loop=True,
 )
@@ -399,18 +326,6 @@ def _normalise(e: Tensor, keepdim: bool) -> Tensor:
 
 
 SOFTMAX: dict[str, Entry] = {
-    "forgot_softmax": Entry(
-        "used the raw scores as weights (no softmax)",
-        "The scores here are any real numbers; a softmax over each sentence's words turns them "
-        "into weights that are positive and sum to 1.",
-        lambda x, s: _ws(x, s),
-    ),
-    "softmax_over_sentences": Entry(
-        "took the softmax over the sentences (axis 0) instead of the words",
-        "The weights of each sentence's words should sum to 1: the softmax runs along the word "
-        "axis of the (B, T) scores.",
-        lambda x, s: _ws(x, s.softmax(dim=0)),
-    ),
     "softmax_over_size_one_axis": Entry(
         "took the softmax over an axis of size 1",
         "A softmax over a single number always gives 1, so every word got weight 1. Take the "
@@ -447,13 +362,21 @@ SOFTMAX: dict[str, Entry] = {
         "The softmax turns the scores (B, T) into weights; it goes before the weighted sum.",
         lambda x, s: _ws(x, s).softmax(dim=1),
     ),
-} | lift(
-    {k: e for k, e in WEIGHTED.items() if k not in ("softmaxed_weights", "normalised_weights")},
-    lambda f: lambda x, s: f(x, s.softmax(dim=1)),
-)
+}  # the softmax's own mistakes; the catalogue's come first (see _softmax)
+
+
+def _softmax() -> dict[str, Entry]:
+    own = catalogue(forms.Setting.SOFTMAX, forms.Inputs.of_scores)
+    lift_ = lift(lifted("softmax", False), lambda f: lambda x, s: f(x, s.softmax(dim=1)))
+    return own | SOFTMAX | lift_
+
 
 _SOFTMAX = Exercise(
-    "softmax_weighted_sum", "net_output, scores", COMMON | SOFTMAX, judge_tensor, no_loop=True
+    "softmax_weighted_sum",
+    "net_output, scores",
+    Mistakes(lambda: COMMON | _softmax()),
+    judge_tensor,
+    no_loop=True,
 )
 
 
