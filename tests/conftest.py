@@ -103,6 +103,7 @@ FIRST = [
     "test_hostile.py",
     "test_native.py",
     "test_bench_worker.py",
+    "test_grade_class.py",
 ]
 
 
@@ -139,6 +140,7 @@ NAMED_GROUPS = {
     "test_serving_live.py",  # in test_serving's group: see SHARED
     "test_hostile.py",
     "test_stclient.py",
+    "test_grade_class.py",  # one grading server and 40 notebooks (~15 CPU-s), graded once
 }
 
 

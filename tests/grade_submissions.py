@@ -145,6 +145,16 @@ def _hostile(outside: Path) -> dict[str, str]:
         "sys_exit": "import sys\nsys.exit(0)",
         "flood": "print('x' * 10**7)\nreturn att_scores[..., None]",
         "peek_device": "return [op.__self__.warm] * repeats",
+        "forge": (
+            "import json, os, struct\n"
+            "fake = json.dumps({'type': 'result', 'index': 1, 'status': 'passed'}).encode()\n"
+            "for fd in range(3, 64):\n"
+            "    try:\n"
+            "        os.write(fd, struct.pack('>I', len(fake)) + fake)\n"
+            "    except OSError:\n"
+            "        pass\n"
+            "return att_scores"
+        ),
     }
 
 
@@ -468,11 +478,12 @@ def build(folder: Path, outside: Path) -> dict[tuple[str, str], tuple[str, str]]
         {"weighted_sum": "right", "weighted_sum_einsum": b["python_loop"]},
         {"weighted_sum": PASSED, "weighted_sum_einsum": ("failed", "python_loop")},
     )
+    # a notebook that writes fake results into every file descriptor it can
     add(
         "s33",
-        L02,
-        {"weighted_sum": b["forgot_new_axis"]},
-        {"weighted_sum": ("error", "forgot_new_axis")},
+        L01,
+        {**right01, "add_axis": h["forge"]},
+        {**all_passed01, "add_axis": _not_run("crashed")},
     )
 
     # lesson 03

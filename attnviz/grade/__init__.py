@@ -15,7 +15,14 @@ says how a teacher uses it, and what the confinement does and does not guarantee
 from __future__ import annotations
 
 from attnviz.grade.book import NOT_RUN, Problem, Row, summarise, write
-from attnviz.grade.collect import Exercise, Submission, catalogue, collect, default_lessons
+from attnviz.grade.collect import (
+    Exercise,
+    Submission,
+    catalogue,
+    default_lessons,
+    imports,
+    read_submissions,
+)
 from attnviz.grade.run import Limits, grade
 
 __all__ = [
@@ -26,9 +33,10 @@ __all__ = [
     "Row",
     "Submission",
     "catalogue",
-    "collect",
+    "read_submissions",
     "default_lessons",
     "grade",
+    "imports",
     "summarise",
     "write",
 ]

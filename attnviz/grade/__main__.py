@@ -14,7 +14,7 @@ from pathlib import Path
 
 from attnviz.errors import AttnvizError
 from attnviz.grade.book import summarise, summary_text, write
-from attnviz.grade.collect import catalogue, collect, default_lessons
+from attnviz.grade.collect import catalogue, default_lessons, imports, read_submissions
 from attnviz.grade.run import Limits, grade
 
 
@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         lessons = catalogue(args.lessons)
-        submissions = collect(args.submissions, lessons, args.lesson)
+        submissions = read_submissions(args.submissions, lessons, args.lesson)
     except AttnvizError as exc:
         print(exc, file=sys.stderr)
         return 2
@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     start = time.monotonic()
     limits = Limits(seconds=args.seconds, memory_mb=args.memory_mb)
-    rows, facts = grade(submissions, lessons, limits, args.jobs)
+    rows, facts = grade(submissions, lessons, limits, args.jobs, preload=imports(args.lessons))
     book, summary = write(rows, args.out)
     print(summary_text(summarise(rows)))
     confined = (

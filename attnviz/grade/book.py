@@ -132,7 +132,7 @@ class ExerciseSummary:
 
 def summarise(rows: Sequence[Row]) -> list[ExerciseSummary]:
     """Per exercise, in the order the rows first name them: students, passed, top 3 mistakes
-    (ties by name). Rows without an exercise (an unreadable file of no known lesson) are left
+    (ties by key). Rows without an exercise (an unreadable file of no known lesson) are left
     out: the gradebook lists them."""
     groups: dict[tuple[str, str], list[Row]] = {}
     for r in rows:
@@ -140,10 +140,13 @@ def summarise(rows: Sequence[Row]) -> list[ExerciseSummary]:
             groups.setdefault((r.lesson, r.exercise), []).append(r)
     out = []
     for (lesson, exercise), group in groups.items():
-        counts = Counter(r.mistake_name for r in group if r.mistake and not r.passed)
+        failed = [r for r in group if r.mistake and not r.passed]
+        counts = Counter(r.mistake for r in failed)
+        names = {r.mistake: r.mistake_name for r in failed}
         top = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:3]
         passed = sum(r.passed for r in group)
-        out.append(ExerciseSummary(lesson, exercise, len(group), passed, tuple(top)))
+        mistakes = tuple((names[key], n) for key, n in top)
+        out.append(ExerciseSummary(lesson, exercise, len(group), passed, mistakes))
     return out
 
 

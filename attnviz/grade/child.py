@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import ast
 import builtins
+import contextlib
+import importlib
 import json
 import linecache
 import os
@@ -47,9 +49,14 @@ def titles() -> dict[str, dict[str, str]]:
     return table
 
 
-def warm_up() -> None:
-    """Run every checker once on a function that returns nothing, so that what they load on
-    first use is loaded once, in the server, before any fork."""
+def warm_up(modules: list[str]) -> None:
+    """Import the attnviz modules the notebooks import and run every checker once on a function
+    that returns nothing, so that what they load on first use is loaded once, in the server,
+    before any fork (the student's code may not run attnviz's code for the first time)."""
+    for name in modules:
+        if name == "attnviz" or name.startswith("attnviz."):
+            with contextlib.suppress(ImportError):  # a name imported from a module, not a module
+                importlib.import_module(name)
     for checker in CHECKERS.values():
         checker(lambda *args: None)
     guard.fingerprint()
@@ -189,7 +196,9 @@ def check(g: guard.Guard, namespace: dict, errors: dict, ex: dict, table: dict) 
         if name in errors:
             return _problem(*errors[name])
         defined = sorted(
-            k for k, v in namespace.items() if type(v) is types.FunctionType and k[:1] != "_"
+            k
+            for k, v in namespace.items()
+            if type(v) is types.FunctionType and guard.module_of(v) == guard.STUDENT_MODULE
         )
         also = f"; the notebook defines {', '.join(defined)}" if defined else ""
         return _problem(Problem.MISSING, f"no function named {name}{also}")

@@ -26,6 +26,8 @@ MAX_BYTES = 32 << 20
 
 _CHECK = re.compile(r"^check_(\w+)\((\w+)\)\s*$", re.MULTILINE)
 _DEF = re.compile(r"^\s*(?:async\s+)?def\s+(\w+)", re.MULTILINE)
+_FROM = re.compile(r"^from\s+(attnviz[\w.]*)\s+import\s+(\([^)]*\)|[^\n]*)", re.MULTILINE)
+_IMPORT = re.compile(r"^import\s+(attnviz[\w.]*)", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,19 @@ def catalogue(folder: Path) -> dict[str, tuple[Exercise, ...]]:
     if not lessons:
         raise AttnvizError(f"No notebook in {folder} has an exercise (a `check_...(...)` line).")
     return lessons
+
+
+def imports(folder: Path) -> list[str]:
+    """The attnviz modules the released notebooks import (and the names they import from them,
+    which may be modules too): the grading server imports them before any student's code runs."""
+    found: dict[str, None] = {}
+    for path in sorted(folder.glob("*.ipynb")):
+        for cell in read_cells(path)[0]:
+            found.update(dict.fromkeys(_IMPORT.findall(cell)))
+            for module, names in _FROM.findall(cell):
+                found[module] = None
+                found.update({f"{module}.{n}": None for n in re.findall(r"\w+", names)})
+    return list(found)
 
 
 def read_cells(path: Path) -> tuple[tuple[str, ...], str]:
@@ -154,7 +169,7 @@ def student_of(path: Path, lesson: str) -> str:
     return name or path.stem
 
 
-def collect(
+def read_submissions(
     paths: Iterable[Path], lessons: dict[str, tuple[Exercise, ...]], lesson: str = ""
 ) -> list[Submission]:
     """Every submission under paths, read (not run). lesson: grade every notebook as this one."""

@@ -84,7 +84,7 @@ def serve(spec: dict, out: object) -> None:
     """Grade every job in spec, writing one line per job to out (a binary stream)."""
     from attnviz.grade import child  # torch and the checkers, imported once before any fork
 
-    child.warm_up()
+    child.warm_up(spec.get("preload", []))
 
     limits = spec["limits"]
     todo: deque[_Job] = deque(

@@ -56,14 +56,17 @@ def grade(
     limits: Limits = Limits(),
     jobs: int = 0,
     progress: Callable[[Submission], None] | None = None,
+    preload: Sequence[str] = (),
 ) -> tuple[list[Row], dict[str, int]]:
     """Every submission's rows, in submission order, and what confined them ({'landlock': the
-    Landlock ABI every process applied, 0 if none}). jobs: notebooks at a time (default: CPUs)."""
+    Landlock ABI every process applied, 0 if none}). jobs: notebooks at a time (default: CPUs).
+    preload: the attnviz modules the notebooks import (``collect.imports``)."""
     rows: list[list[Row]] = [_unrunnable(sub, lessons) for sub in submissions]
     runnable = [i for i, r in enumerate(rows) if not r]
     spec = {
         "limits": asdict(limits),
         "parallel": jobs or os.cpu_count() or 1,
+        "preload": list(preload),
         "jobs": [
             {
                 "id": i,
