@@ -551,7 +551,7 @@ FORMS: dict[str, Form] = {
         when=_no_softmax,
     ),
     "einsum_letters_swapped": Form(
-        'torch.einsum("bth,bt->th", net_output, att_scores)',
+        'torch.einsum("bht,bt->bh", net_output, att_scores)',
         _swapped_specs(),
         lesson=Lesson(
             "swapped two letters in the einsum spec",
