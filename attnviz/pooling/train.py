@@ -122,6 +122,14 @@ def prepare(sentences: Sequence[corpus.Sentence] | None = None) -> Data:
     )
 
 
+def _moved(data: Data, device: torch.device) -> Data:
+    if device.type == "cpu":
+        return data
+    tensors = {k: getattr(data, k).to(device) for k in ("train_ids", "train_mask", "train_labels")}
+    tensors |= {k: getattr(data, k).to(device) for k in ("test_ids", "test_mask", "test_labels")}
+    return Data(data.vocab, **tensors, test_words=data.test_words)
+
+
 @dataclass(frozen=True)
 class TrainRun:
     """A finished run, as plain values (E epochs, S watched sentences, T padded words)."""
@@ -171,16 +179,22 @@ def train(
     *,
     watch: Sequence[str] = WATCHED,
     on_epoch: Callable[[int, float, float], None] | None = None,
+    device: str = "cpu",
 ) -> TrainRun:
-    """Train with Adam on minibatches; ``on_epoch(epoch, loss, accuracy)`` after each epoch."""
+    """Train with Adam on minibatches; ``on_epoch(epoch, loss, accuracy)`` after each epoch.
+
+    ``device`` (e.g. "cuda") moves the model and the data there; the run's arrays come back to
+    the CPU. Deterministic on the CPU; on a GPU up to its kernels' order of summation.
+    """
     config.check()
     torch.manual_seed(config.seed)
-    model = _model(config, len(data.vocab))
+    data = _moved(data, torch.device(device))
+    model = _model(config, len(data.vocab)).to(device)
     opt = torch.optim.Adam(model.parameters(), lr=config.lr)
     loss_fn = torch.nn.CrossEntropyLoss()
     order = torch.Generator().manual_seed(config.seed)
     watched = [tokenize(s) for s in watch]
-    w_ids, w_mask = data.vocab.encode_batch(watched)  # (S, T)
+    w_ids, w_mask = (t.to(device) for t in data.vocab.encode_batch(watched))  # (S, T)
     accuracies = [evaluate(model, data.test_ids, data.test_mask, data.test_labels)]
     weights = [_weights(model, w_ids, w_mask)]
     losses: list[float] = []
@@ -192,7 +206,7 @@ def train(
         perm = torch.randperm(n, generator=order)  # (N,)
         total = 0.0
         for i in range(0, n, config.batch_size):
-            idx = perm[i : i + config.batch_size]  # (b,)
+            idx = perm[i : i + config.batch_size].to(device)  # (b,)
             logits, _ = model(data.train_ids[idx], data.train_mask[idx])  # (b,)
             loss = loss_fn(logits, data.train_labels[idx])
             opt.zero_grad()
@@ -216,7 +230,7 @@ def train(
         key_hit=key_hit_rate(model, data),
         steps=steps,
         cpu_s=cpu_s,
-        state={k: v.detach().numpy().copy() for k, v in model.state_dict().items()},
+        state={k: v.detach().cpu().numpy().copy() for k, v in model.state_dict().items()},
     )
 
 
@@ -224,7 +238,7 @@ def train(
 def _weights(model: PoolingClassifier, ids: Tensor, mask: Tensor) -> np.ndarray:
     model.eval()
     _, att = model(ids, mask)  # (S, T)
-    return att.numpy().copy()
+    return att.cpu().numpy().copy()
 
 
 def restore(run: TrainRun) -> PoolingClassifier:
