@@ -115,6 +115,14 @@ def test_a_file_that_is_not_a_notebook_is_named_so(tmp_path, content, words):
     ]
 
 
+def test_an_nbformat_3_notebook_is_read(tmp_path):
+    cell = {"cell_type": "code", "input": ["def add_axis(w):\n", "    return w[..., None]\n"]}
+    path = tmp_path / "old_01_broadcasting.ipynb"
+    path.write_text(json.dumps({"nbformat": 3, "worksheets": [{"cells": [cell]}]}))
+    (sub,) = read_submissions([path], catalogue(LESSONS))
+    assert sub.cells == ("def add_axis(w):\n    return w[..., None]\n",) and not sub.problem
+
+
 def test_a_notebook_larger_than_the_limit_is_not_read(tmp_path, monkeypatch):
     lessons = catalogue(LESSONS)
     monkeypatch.setattr(collect_module, "MAX_BYTES", 100)

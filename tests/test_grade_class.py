@@ -28,7 +28,7 @@ def graded(tmp_path_factory):
     before = set(temp.glob("attnviz-grade-*"))
     code = main(
         [str(root / "submissions"), "--out", str(root / "grades"), "--seconds", "2", "--jobs", "2"]
-        + ["--memory-mb", "1024"]
+        + ["--wall", "8", "--memory-mb", "1024"]
     )
     left = set(temp.glob("attnviz-grade-*")) - before
     return root, expected, code, left

@@ -33,6 +33,7 @@ def parser() -> argparse.ArgumentParser:
         help="the released student notebooks (default: this checkout's lessons/)",
     )
     p.add_argument("--seconds", type=float, default=Limits.seconds, help="per exercise")
+    p.add_argument("--wall", type=float, default=Limits.wall, help="per exercise, waiting too")
     p.add_argument("--memory-mb", type=int, default=Limits.memory_mb, help="per notebook")
     p.add_argument("--jobs", type=int, default=0, help="notebooks at a time (default: CPUs)")
     return p
@@ -40,8 +41,11 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    if args.seconds <= 0 or args.memory_mb <= 0 or args.jobs < 0:
-        print("--seconds and --memory-mb must be positive, --jobs zero or more.", file=sys.stderr)
+    if min(args.seconds, args.wall, args.memory_mb) <= 0 or args.jobs < 0:
+        print(
+            "--seconds, --wall and --memory-mb must be positive, --jobs zero or more.",
+            file=sys.stderr,
+        )
         return 2
     try:
         lessons = catalogue(args.lessons)
@@ -53,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
         print("No notebook (.ipynb) found in what you named.", file=sys.stderr)
         return 2
     start = time.monotonic()
-    limits = Limits(seconds=args.seconds, memory_mb=args.memory_mb)
+    limits = Limits(seconds=args.seconds, wall=args.wall, memory_mb=args.memory_mb)
     rows, facts = grade(submissions, lessons, limits, args.jobs, preload=imports(args.lessons))
     book, summary = write(rows, args.out)
     print(summary_text(summarise(rows)))

@@ -108,13 +108,19 @@ def read_cells(path: Path) -> tuple[tuple[str, ...], str]:
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         return (), f"the file is not a notebook (not JSON: {type(exc).__name__})"
     cells = notebook.get("cells") if isinstance(notebook, dict) else None
+    key = "source"
+    if cells is None and isinstance(notebook, dict):  # nbformat 3: cells in worksheets, "input"
+        sheets = notebook.get("worksheets")
+        if isinstance(sheets, list) and all(isinstance(w, dict) for w in sheets):
+            cells = [c for w in sheets for c in (w.get("cells") or [])]
+            key = "input"
     if not isinstance(cells, list):
         return (), "the file is JSON but not a notebook (no list of cells)"
     sources = []
     for cell in cells:
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
-        source = cell.get("source", "")
+        source = cell.get(key, "")
         if isinstance(source, list) and all(isinstance(s, str) for s in source):
             source = "".join(source)
         if not isinstance(source, str):

@@ -412,6 +412,8 @@ def landlock(workdir: str, readable: tuple[str, ...]) -> int:
     """Confine this process (and what it starts) with Landlock: write only in workdir, read only
     under readable and the system directories, execute nothing, no TCP, no signal or abstract
     socket outside. Returns the ABI version applied, 0 where the kernel has no Landlock."""
+    if sys.platform != "linux" or not hasattr(os, "O_PATH"):
+        return 0
     libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
     syscall = libc.syscall
     syscall.restype = ctypes.c_long
