@@ -64,10 +64,11 @@ class Mistake:
         return "silently wrong" if self.silent else "wrong shape"
 
 
-def _gallery() -> list[tuple[str, forms.Form]]:
-    """(key, form) of the gallery: the right form, then every catalogued form with gallery words."""
-    shown = [(key, f) for key, f in forms.FORMS.items() if f.gallery is not None]
-    return [("right", forms.RIGHT), *shown]
+def _gallery() -> list[tuple[str, forms.Form, forms.Gallery]]:
+    """(key, form, its gallery words): the right form, then every catalogued form with gallery
+    words, in the catalogue's order."""
+    everything = [("right", forms.RIGHT), *forms.FORMS.items()]
+    return [(key, f, f.gallery) for key, f in everything if f.gallery is not None]
 
 
 def variant_words(shape: tuple[int, int, int]) -> str:
@@ -96,11 +97,17 @@ def square_variant(net_output: Tensor, att_scores: Tensor) -> tuple[Tensor, Tens
     return net_output[..., idx], att_scores  # (B,T,T), (B,T)
 
 
-def _run(key: str, form: forms.Form, x: Tensor, w: Tensor, *, variant_of: Shape | None) -> Mistake:
-    """Run one form of the gallery on x (B, T, H), w (B, T); variant_of: the original shape when
-    x is the T == H variant of it."""
-    shown = form.gallery
-    assert shown is not None  # _gallery keeps only the forms the gallery shows
+def _run(
+    key: str,
+    form: forms.Form,
+    shown: forms.Gallery,
+    x: Tensor,
+    w: Tensor,
+    *,
+    variant_of: Shape | None,
+) -> Mistake:
+    """Run one form of the gallery (shown: its words) on x (B, T, H), w (B, T); variant_of: the
+    original shape when x is the T == H variant of it."""
     variant = variant_of is not None
     b, t, h = (int(s) for s in x.shape)
     a = w.softmax(dim=1) if shown.normalize == "softmax" else w  # (B,T), the weights applied
@@ -157,11 +164,11 @@ def mistakes(net_output: Tensor, att_scores: Tensor) -> list[Mistake]:
     t, h = x.shape[1], x.shape[2]
     square = square_variant(x, w) if t != h else None
     out: list[Mistake] = []
-    for key, form in _gallery():
-        own = _run(key, form, x, w, variant_of=None)
+    for key, form, shown in _gallery():
+        own = _run(key, form, shown, x, w, variant_of=None)
         out.append(own)
         if square is not None and key != "right" and not own.silent:
-            v = _run(key, form, *square, variant_of=(int(x.shape[0]), int(t), int(h)))
+            v = _run(key, form, shown, *square, variant_of=(int(x.shape[0]), int(t), int(h)))
             if v.silent:
                 out.append(v)
     return out
