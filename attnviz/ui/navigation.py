@@ -1,4 +1,5 @@
-"""The app's pages, for ``st.navigation``: Playground (the default), Walkthrough, Performance."""
+"""The app's pages, for ``st.navigation``: Playground (the default), Walkthrough, Performance,
+Learn the scores."""
 
 from __future__ import annotations
 
@@ -12,6 +13,12 @@ def _walkthrough() -> None:
     from attnviz.ui import walkthrough  # imported on first visit: a faster first page
 
     walkthrough.page()
+
+
+def _learn() -> None:
+    from attnviz.ui import learn  # the training worker and corpus load only when asked for
+
+    learn.page()
 
 
 def _performance() -> None:
@@ -43,7 +50,7 @@ def walkthrough_page() -> st.Page:
 
 
 def pages() -> list[st.Page]:
-    """The three pages, each wrapped in the error boundary."""
+    """The pages, each wrapped in the error boundary."""
     return [
         st.Page(
             guarded(playground.page, "pg_"),
@@ -57,4 +64,5 @@ def pages() -> list[st.Page]:
             title="Performance",
             url_path="performance",
         ),
+        st.Page(guarded(_learn, "lt_"), title="Learn the scores", url_path="learn"),
     ]
