@@ -112,11 +112,20 @@ def _hostile(outside: Path) -> dict[str, str]:
         "current_frames": "import sys\nreturn sys._current_frames()",
         "write_outside": f"open({target!r}, 'w').write('x')\nreturn att_scores[..., None]",
         "write_here": (
+            "import os, tempfile\n"
             "with open('scratch.txt', 'w') as f:\n    f.write('allowed')\n"
+            "os.rename('scratch.txt', 'kept.txt')\n"
+            "with tempfile.TemporaryDirectory() as d:\n"
+            "    open(os.path.join(d, 'x'), 'w').close()\n"
             "return att_scores[..., None].expand(*att_scores.shape, h)"
         ),
         "read_etc": "return tuple(open('/etc/hostname').read())",
         "remove_outside": f"import os\nos.remove({victim!r})\nreturn att_scores[..., None]",
+        "plant_by_dir_fd": (
+            f"import os\nfd = os.open({str(outside)!r}, os.O_RDONLY)\n"
+            "os.close(os.open('planted.py', os.O_CREAT | os.O_WRONLY, dir_fd=fd))\n"
+            "return att_scores[..., None].expand(*att_scores.shape, h)"
+        ),
         "subprocess": "import subprocess\nsubprocess.run(['true'])\nreturn att_scores[..., None]",
         "fork": "import os\nos.fork()\nreturn att_scores[..., None].expand(*att_scores.shape, h)",
         "socket": (
@@ -363,8 +372,8 @@ def build(folder: Path, outside: Path) -> dict[tuple[str, str], tuple[str, str]]
     add(
         "s14",
         L01,
-        {**right01, "add_axis": h["remove_outside"]},
-        {**all_passed01, "add_axis": forbidden},
+        {**right01, "add_axis": h["remove_outside"], "expand_weights": h["plant_by_dir_fd"]},
+        {**all_passed01, "add_axis": forbidden, "expand_weights": forbidden},
     )
     add(
         "s15",
@@ -418,8 +427,17 @@ def build(folder: Path, outside: Path) -> dict[tuple[str, str], tuple[str, str]]
     )
     hang = "class Hang:\n    while True:\n        pass\n"
     add("s20", L01, right01, dict.fromkeys(l01, timeout), extra=(hang,))
+    # top-level code that is never run, a lambda, a %%time cell, a byte-order mark
     top_level = "while True:\n    pass\nopen('/etc/hostname').read()\n"
-    add("s21", L01, right01, all_passed01, extra=(top_level,))
+    lam = "cell:add_axis = lambda att_scores: att_scores[..., None]\n"
+    add("s21", L01, {**right01, "add_axis": lam}, all_passed01, extra=(top_level,))
+    nb = _load(L01, solution=True)
+    i = _cell_of(nb, "expand_weights")
+    nb["cells"][i]["source"] = "%%time\n" + _source(nb["cells"][i])
+    path = folder / f"s21_{L01}.ipynb"
+    mixed = json.loads(path.read_text(encoding="utf-8"))
+    mixed["cells"][i] = nb["cells"][i]
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps(mixed).encode())
     add("s22", L01, {**right01, "add_axis": h["flood"]}, all_passed01)
     # files that are not (good) notebooks
     _write(

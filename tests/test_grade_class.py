@@ -15,7 +15,10 @@ from pathlib import Path
 import pytest
 from grade_submissions import build
 
+from attnviz.grade import default_lessons
 from attnviz.grade.__main__ import main
+
+LESSONS_DIR = default_lessons()
 
 pytestmark = pytest.mark.slow
 
@@ -93,3 +96,24 @@ def test_the_refusals_say_what_was_refused(graded):
     assert "process" in rows[("s13", "add_axis")]
     assert "attnviz.exercises.engine.judge_tensor" in rows[("s15", "add_axis")]
     assert "while defining" in rows[("s20", "add_axis")]
+
+
+HOSTILE = ("s10", "s11", "s12", "s13", "s14", "s15", "s17", "s33", "s38")
+
+
+def test_without_landlock_the_audit_hooks_alone_refuse_the_same(tmp_path):
+    """The hostile notebooks again, with Landlock off (another OS, an older kernel): the same
+    gradebook, and the teacher's files untouched."""
+    from attnviz import grade
+
+    expected = build(tmp_path / "all", tmp_path / "outside")
+    lessons = grade.catalogue(grade.default_lessons())
+    paths = [p for p in (tmp_path / "all").glob("*.ipynb") if p.name.startswith(HOSTILE)]
+    subs = grade.read_submissions(paths, lessons)
+    limits = grade.Limits(seconds=2, wall=8, landlock=False)
+    rows, facts = grade.grade(subs, lessons, limits, jobs=2, preload=grade.imports(LESSONS_DIR))
+    assert facts["landlock"] == 0
+    got = {(r.student, r.exercise): (r.status, r.mistake) for r in rows}
+    assert got == {k: v for k, v in expected.items() if k[0] in HOSTILE}
+    assert sorted(p.name for p in (tmp_path / "outside").iterdir()) == ["victim.txt"]
+    assert (tmp_path / "outside" / "victim.txt").read_text() == "the teacher's file"

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from attnviz.errors import AttnvizError
 from attnviz.grade.book import summarise, summary_text, write
-from attnviz.grade.collect import catalogue, default_lessons, imports, read_submissions
+from attnviz.grade.collect import Submission, catalogue, default_lessons, imports, read_submissions
 from attnviz.grade.run import Limits, grade
 
 
@@ -58,7 +58,15 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     start = time.monotonic()
     limits = Limits(seconds=args.seconds, wall=args.wall, memory_mb=args.memory_mb)
-    rows, facts = grade(submissions, lessons, limits, args.jobs, preload=imports(args.lessons))
+    done = []
+
+    def progress(sub: Submission) -> None:
+        done.append(sub)
+        print(f"[{len(done)}/{len(submissions)}] {sub.path}", file=sys.stderr)
+
+    rows, facts = grade(
+        submissions, lessons, limits, args.jobs, progress, preload=imports(args.lessons)
+    )
     book, summary = write(rows, args.out)
     print(summary_text(summarise(rows)))
     confined = (

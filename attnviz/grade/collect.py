@@ -104,7 +104,7 @@ def read_cells(path: Path) -> tuple[tuple[str, ...], str]:
     except OSError as exc:
         return (), f"the file cannot be read ({exc.strerror or type(exc).__name__})"
     try:
-        notebook = json.loads(raw.decode("utf-8"))
+        notebook = json.loads(raw.decode("utf-8-sig"))
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         return (), f"the file is not a notebook (not JSON: {type(exc).__name__})"
     cells = notebook.get("cells") if isinstance(notebook, dict) else None

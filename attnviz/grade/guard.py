@@ -99,6 +99,24 @@ _FRAME_ATTRIBUTES = frozenset(
     {"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_back", "f_locals", "f_globals"}
 )
 _SEALED_CALL = "attnviz.grade.sealed"
+#: os and shutil events on files: how many of their first arguments are paths, and which
+#: argument is the directory descriptor they are relative to (None: the working directory)
+_FILE_EVENTS: dict[str, tuple[int, int | None]] = {
+    "os.mkdir": (1, 2),
+    "os.remove": (1, 1),
+    "os.rmdir": (1, 1),
+    "os.rename": (2, 2),
+    "os.chmod": (1, 2),
+    "os.truncate": (1, None),
+    "os.utime": (1, 3),
+    "os.link": (2, 2),
+    "os.symlink": (2, 2),
+    "shutil.rmtree": (1, 1),
+    "shutil.copyfile": (2, None),
+    "shutil.copymode": (2, None),
+    "shutil.copystat": (2, None),
+    "shutil.move": (2, None),
+}
 
 
 def _roots(*paths: str | None) -> tuple[str, ...]:
@@ -108,6 +126,30 @@ def _roots(*paths: str | None) -> tuple[str, ...]:
 def _library_roots() -> tuple[str, ...]:
     paths = sysconfig.get_paths()
     return _roots(*(paths.get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")))
+
+
+def _fd_path(fd: int) -> str:
+    """Where an open descriptor points ('' where that cannot be told)."""
+    try:
+        return os.path.realpath(os.readlink(f"/proc/self/fd/{fd}"))
+    except (OSError, ValueError):
+        return ""
+
+
+def _resolved(path: object, dir_fd: object) -> str:
+    """The real path an os call names: path relative to dir_fd (a descriptor) if given, else to
+    the working directory; a descriptor alone names its own file. '' if it cannot be told."""
+    if type(path) is int:
+        return _fd_path(path)
+    if type(path) not in (str, bytes):
+        return ""
+    name = os.fsdecode(path)
+    if dir_fd is not None and dir_fd not in (-1, -100) and not os.path.isabs(name):
+        if type(dir_fd) is not int:  # -1 and -100 (AT_FDCWD): no descriptor was given
+            return ""
+        base = _fd_path(dir_fd)
+        return os.path.realpath(os.path.join(base, name)) if base else ""
+    return os.path.realpath(name)
 
 
 def _under(path: str, roots: tuple[str, ...]) -> bool:
@@ -203,10 +245,14 @@ class Guard:
             if not (type(name) is str and _under(os.path.realpath(name), self.trusted)):
                 return ""
         elif event in ("os.listdir", "os.scandir"):
-            path = args[0] if args else "."
-            if type(path) in (str, bytes) and _under(
-                os.path.realpath(os.fsdecode(path)), self.readable
-            ):
+            path = _resolved(args[0] if args else ".", None)
+            if path and _under(path, self.readable):
+                return ""
+        elif event in _FILE_EVENTS:  # inside its own directory, a notebook may manage its files
+            count, dir_fd = _FILE_EVENTS[event]
+            base = args[dir_fd] if dir_fd is not None and len(args) > dir_fd else None
+            paths = [_resolved(a, base) for a in args[:count] if a is not None]
+            if paths and all(p and _under(p, (self.workdir,)) for p in paths):
                 return ""
         if not self._students():
             return ""
@@ -220,6 +266,8 @@ class Guard:
         real = os.path.realpath(os.fsdecode(path))
         if _under(real, (self.workdir,)):
             return True
+        if os.path.isdir(real):
+            return False  # a directory's descriptor would let a dir_fd call write inside it
         writes = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
         read_only = (mode is None and not flags & writes) or (
             type(mode) is str and not set(mode) & set("wax+")

@@ -63,6 +63,10 @@ def grade(
     preload: the attnviz modules the notebooks import (``collect.imports``)."""
     rows: list[list[Row]] = [_unrunnable(sub, lessons) for sub in submissions]
     runnable = [i for i, r in enumerate(rows) if not r]
+    if progress is not None:
+        for i, r in enumerate(rows):
+            if r:
+                progress(submissions[i])
     spec = {
         "limits": asdict(limits),
         "parallel": jobs or os.cpu_count() or 1,
