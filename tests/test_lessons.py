@@ -44,8 +44,8 @@ CHECK_CALL = re.compile(r"^check_\w+\(", re.MULTILINE)
 STATUS = re.compile(r'class="attnviz-check attnviz-([a-z-]+)"')
 
 
-def test_there_are_three_lessons():
-    assert [s.stem[:2] for s in SOURCES] == ["01", "02", "03"]
+def test_there_are_four_lessons():
+    assert [s.stem[:2] for s in SOURCES] == ["01", "02", "03", "04"]
 
 
 def test_generated_notebooks_are_up_to_date():
@@ -214,6 +214,7 @@ ANSWERS = {
         "(att_scores * mask)",
     ],
     "03_cpu_vs_gpu": ["* element_size()", "element_size() *", "* itemsize"],
+    "04_learned_scores": ["keys @ v", 'masked_fill(~mask, float("-inf"))', "[..., None]).sum"],
 }
 
 
@@ -309,6 +310,18 @@ WRONG_ANSWERS = {
             "intermediate_bytes": "return b * t * h",
         },
         "raises": {"time_it": "return 1 / 0", "intermediate_bytes": 'raise KeyError("dtype")'},
+    },
+    "04_learned_scores": {
+        "silent at T == H": {
+            "scores": "return (keys * v).sum(dim=1)",
+            "masked_softmax": "return scores.softmax(dim=1) * mask",
+            "attention_pool": "return (net_output * att_scores[:, None]).sum(dim=1)",
+        },
+        "raises": {
+            "scores": "return keys @ v[:, None]",
+            "masked_softmax": "return (scores * mask).softmax(dim=2)",
+            "attention_pool": 'raise ValueError("oops")',
+        },
     },
 }
 

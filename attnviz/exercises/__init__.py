@@ -34,7 +34,9 @@ The checkers (each also takes ``seed=`` to repeat a run; ``CHECKERS`` maps names
   ``check_masked_weighted_sum(fn(net_output, att_scores, mask))``,
   ``check_weights_grad(fn(net_output, grad_weighted) -> (B, T))``;
 - lesson 03 (``lesson03``): ``check_timer(fn(op, repeats, clock, sync) -> list of seconds)``
-  (against a ``VirtualGPU``), ``check_intermediate_bytes(fn(b, t, h, dtype) -> int)``.
+  (against a ``VirtualGPU``), ``check_intermediate_bytes(fn(b, t, h, dtype) -> int)``;
+- lesson 04 (``lesson04``): ``check_scores(fn(keys, v) -> (B, T))``,
+  ``check_masked_softmax(fn(scores, mask) -> (B, T))``; its pooling is ``check_weighted_sum``.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from attnviz.exercises.lesson02 import (
     check_weights_grad,
 )
 from attnviz.exercises.lesson03 import VirtualGPU, check_intermediate_bytes, check_timer
+from attnviz.exercises.lesson04 import check_masked_softmax, check_scores
 from attnviz.exercises.result import NOT_ATTEMPTED, STATUSES, CheckResult, Status
 
 CHECKERS: dict[str, Callable[..., CheckResult]] = {
@@ -61,6 +64,8 @@ CHECKERS: dict[str, Callable[..., CheckResult]] = {
     "weights_grad": check_weights_grad,
     "intermediate_bytes": check_intermediate_bytes,
     "timer": check_timer,
+    "scores": check_scores,
+    "masked_softmax": check_masked_softmax,
 }
 
 __all__ = [
@@ -74,7 +79,9 @@ __all__ = [
     "check_broadcast_shape",
     "check_expand_weights",
     "check_intermediate_bytes",
+    "check_masked_softmax",
     "check_masked_weighted_sum",
+    "check_scores",
     "check_softmax_weighted_sum",
     "check_timer",
     "check_weighted_sum",
