@@ -80,8 +80,9 @@ class Limits:
     tabs, plus one page load in progress per student); ``source_connections`` TCP connections held
     by one address at the proxy (idle keep-alive ones hold no replica); ``source_connection_rate``
     and ``source_request_rate`` per 10 s: a whole school loading the page in the same 10 s;
-    ``replica_maxconn``: after one address holds all it may (spread over the replicas by
-    leastconn), each replica still has room for the students it is sized for, with their tabs;
+    ``replica_maxconn``: after one address holds all it may on one replica (its affinity cookie
+    pins every request it sends to one), that replica still has room for the students it is sized
+    for, with their tabs;
     ``maxconn``: the proxy's total; ``tunnel_s``: a websocket with no traffic either way for this
     long is closed (the replica's pings keep an open tab's alive)."""
 
@@ -96,7 +97,7 @@ class Limits:
     @classmethod
     def for_replicas(cls, replicas: int) -> Limits:
         streams = SCHOOL * (TABS + 1)
-        replica = -(-streams // replicas) + STUDENTS_PER_REPLICA * TABS
+        replica = streams + STUDENTS_PER_REPLICA * TABS
         connections = 2 * streams
         return cls(
             source_streams=streams,

@@ -198,12 +198,25 @@ def _ws_url(base: str) -> str:
     return urlunsplit((scheme, parts.netloc, path, "", ""))
 
 
+class SourceAdapter(requests.adapters.HTTPAdapter):
+    """requests' adapter that connects from one local address."""
+
+    def __init__(self, source: str) -> None:
+        self._source = source
+        super().__init__()
+
+    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["source_address"] = (self._source, 0)
+        super().init_poolmanager(*args, **kwargs)
+
+
 class Session:
     """One visitor's tab: a cookie jar, a websocket, the widget values set so far, the page's elements.
 
     ``url`` is the server's root (``http://127.0.0.1:8501`` or the proxy's); ``path`` the page path a
-    browser would open (``walkthrough``) and ``query_string`` its link parameters (without ``?``).
-    Connects on construction unless ``connect=False``.
+    browser would open (``walkthrough``) and ``query_string`` its link parameters (without ``?``);
+    ``source`` the local address to connect from (``127.0.0.7``: another client on loopback), ''
+    for the system's choice. Connects on construction unless ``connect=False``.
     """
 
     def __init__(
@@ -215,12 +228,17 @@ class Session:
         timeout: float = 60.0,
         connect: bool = True,
         http: requests.Session | None = None,
+        source: str = "",
     ) -> None:
         self.url = url.rstrip("/")
+        self.source = source
         self.path = path.strip("/")
         self.query_string = query_string
         self.timeout = timeout
         self.http = http or requests.Session()
+        if source:  # every request of this tab from that address (a shared jar: the same tab's)
+            for scheme in ("http://", "https://"):
+                self.http.mount(scheme, SourceAdapter(source))
         self.session_id = ""  # Streamlit's session id, from new_session
         self.page_script_hash = ""  # the page the server last ran
         self.pages: dict[str, str] = {}  # url_pathname -> page_script_hash, from navigation
@@ -258,6 +276,7 @@ class Session:
                 open_timeout=self.timeout,
                 max_size=2**27,
                 compression=None,
+                **({"source_address": (self.source, 0)} if self.source else {}),
             )
         )
         self.replica = self._ws.response.headers.get(REPLICA_HEADER)

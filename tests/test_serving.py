@@ -390,12 +390,15 @@ def test_no_written_form_of_the_metrics_path_reaches_a_replica_through_the_proxy
     assert r.status == 404 and not _is_metrics(r.body)
 
 
+@pytest.mark.browser
 def test_the_app_is_not_framed_by_another_site_and_its_component_still_loads(server):
     """In chromium: the Walkthrough through the proxy loads its component (an iframe of the app's
     own origin); the same page inside another page's iframe is refused by the browser."""
-    from playwright.sync_api import sync_playwright
-
     from scripts.chromium import CHROMIUM, CHROMIUM_ARGS
+
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"Debian's chromium is missing at {CHROMIUM} (apt-get install -y chromium)")
+    from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
@@ -429,3 +432,24 @@ def _component(page) -> bool:
     """Whether the page holds its live_screen component's frame, loaded from the app."""
     frames = [f for f in page.frames if "/component/" in f.url]
     return bool(frames) and frames[0].evaluate("() => document.readyState") == "complete"
+
+
+# ---- the soak (scripts/soak_class.py), one attack small: the report and the per-source limit ----
+
+
+def test_the_soak_holds_a_class_while_one_address_opens_2000_websockets(server):
+    """scripts/soak_class.py's phase, small: 4 students follow a class while the idle-websockets
+    attack opens 2,000 from one address. The proxy holds 900 (its limit per address) and answers
+    the rest 429; the students are not refused; the report carries what the soak prints."""
+    from attnviz.classroom import Classroom, open_store
+    from scripts.soak_class import Sampler, run_phase
+
+    room = Classroom(open_store(server.class_store, None))
+    with Sampler(server.ports) as sampler:
+        rep = run_phase("idle_websockets", server, sampler, room, students=4, phase_s=6)
+    limit = server.connection_limits.source_streams
+    assert rep["attack"]["held_after_opening"] == limit
+    assert rep["attack"]["outcomes"]["http 429"] == 2000 - limit
+    assert rep["refusals"] == 0, rep["refusal_samples"]
+    assert rep["members_at_end"] == 4
+    assert rep["poll"]["n"] > 0 and set(rep["rss_peak_mib"]) == {str(p) for p in server.ports}
