@@ -18,6 +18,7 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from urllib.parse import urlencode
 
 import numpy as np
 
@@ -193,6 +194,26 @@ def decode(params: Mapping[str, str], *, tabs: tuple[str, ...] = ()) -> Link:
 
 
 EXAMPLE_KEYS = ("p", "s", "seed", "sm", "mk", "x", "w", "m")  # what the example is (no view state)
+
+
+def example_query(params: Mapping[str, str]) -> str:
+    """The example part of a link -> its canonical query string ('' for the classic example).
+
+    Raises AttnvizError (from ``decode``) when those parameters are tampered with."""
+    lk = decode({k: str(params[k]) for k in EXAMPLE_KEYS if k in params})
+    canonical = encode(
+        Link(
+            preset=lk.preset,
+            shape=lk.shape,
+            seed=lk.seed,
+            softmax=lk.softmax,
+            use_mask=lk.use_mask,
+            x=lk.x,
+            w=lk.w,
+            mask=lk.mask,
+        )
+    )
+    return "" if canonical == encode(Link()) else urlencode(canonical)
 
 
 def walkthrough_params(params: Mapping[str, str]) -> dict[str, str]:

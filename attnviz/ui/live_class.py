@@ -42,7 +42,7 @@ from attnviz.classroom import (
 )
 from attnviz.classroom.deck import Slide
 from attnviz.errors import AttnvizError
-from attnviz.ui import join_link, live_question, live_screen
+from attnviz.ui import join_link, link, live_question, live_screen
 from attnviz.ui.live_screen import STUDENT_COOKIE, Keep
 from attnviz.ui.safe import inert
 
@@ -225,10 +225,8 @@ def _adopt_example(record: ClassRecord) -> None:
     """A student runs the slides on the teacher's example."""
     ss = _ss()
     if record.example != ss.get("wt_example"):
-        from attnviz.ui.walkthrough import example_query  # the page owns the example's format
-
         try:
-            ss["wt_example"] = example_query(dict(parse_qsl(record.example)))
+            ss["wt_example"] = link.example_query(dict(parse_qsl(record.example)))
         except AttnvizError:
             ss["wt_example"] = ""
 

@@ -10,8 +10,8 @@ from ``attnviz.figures``, sized for the screen the browser reports (``attnviz.ui
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
-from urllib.parse import parse_qsl, urlencode
+from collections.abc import Callable
+from urllib.parse import parse_qsl
 
 import plotly.graph_objects as go
 import streamlit as st
@@ -26,7 +26,6 @@ from attnviz.ui import link, live_class, live_screen
 from attnviz.ui.safe import inert
 
 #: The Playground link parameters that describe the example (the rest are its own view).
-EXAMPLE_KEYS = ("p", "s", "seed", "x", "w", "m", "sm", "mk")
 PLOT_CONFIG = {"displaylogo": False, "displayModeBar": False, "responsive": True}
 _SLIDE = re.compile(r"[0-9]{1,3}")
 
@@ -66,25 +65,7 @@ _STYLE = """
 # ---- the example and the deck, cached by the example's canonical query string --------------------
 
 
-def example_query(params: Mapping[str, str]) -> str:
-    """The example part of a link -> its canonical query string ('' for the classic example).
-
-    Raises AttnvizError (from ``link.decode``) when those parameters are tampered with."""
-    picked = {k: str(params[k]) for k in EXAMPLE_KEYS if k in params}
-    lk = link.decode(picked)
-    canonical = link.encode(
-        link.Link(
-            preset=lk.preset,
-            shape=lk.shape,
-            seed=lk.seed,
-            softmax=lk.softmax,
-            use_mask=lk.use_mask,
-            x=lk.x,
-            w=lk.w,
-            mask=lk.mask,
-        )
-    )
-    return "" if canonical == link.encode(link.Link()) else urlencode(canonical)
+example_query = link.example_query  # the example part of a link, canonical
 
 
 def example_tensors(query: str) -> tuple[torch.Tensor, torch.Tensor]:
