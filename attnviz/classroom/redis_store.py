@@ -35,7 +35,8 @@ REWRITE_WAITS = 60  # x 50 ms: how long an end of class waits for a running rewr
 _CREATE = """
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 redis.call('HSET', KEYS[1], 'token_hash', ARGV[1], 'created', ARGV[2], 'expires', ARGV[3],
-  'slide', ARGV[4], 'question', ARGV[5], 'phase', ARGV[6], 'version', ARGV[7], 'example', ARGV[8])
+  'slide', ARGV[4], 'question', ARGV[5], 'phase', ARGV[6], 'version', ARGV[7], 'example', ARGV[8],
+  'joining', ARGV[10])
 redis.call('PEXPIREAT', KEYS[1], math.floor(tonumber(ARGV[3]) * 1000))
 redis.call('ZADD', KEYS[2], ARGV[3], ARGV[9])
 return 1
@@ -46,14 +47,16 @@ if not c[1] or c[1] ~= ARGV[1] or tonumber(c[2]) <= tonumber(ARGV[2]) then retur
 if ARGV[3] ~= '' then redis.call('HSET', KEYS[1], 'slide', ARGV[3]) end
 if ARGV[4] == '1' then redis.call('HSET', KEYS[1], 'question', ARGV[5]) end
 if ARGV[6] ~= '' then redis.call('HSET', KEYS[1], 'phase', ARGV[6]) end
+if ARGV[7] ~= '' then redis.call('HSET', KEYS[1], 'joining', ARGV[7]) end
 redis.call('HINCRBY', KEYS[1], 'version', 1)
 return 1
 """
 _JOIN = """
-local expires = redis.call('HGET', KEYS[1], 'expires')
+local c = redis.call('HMGET', KEYS[1], 'expires', 'joining')
+local expires = c[1]
 if not expires or tonumber(expires) <= tonumber(ARGV[3]) then return 0 end
 if redis.call('HEXISTS', KEYS[2], ARGV[1]) == 0 and
-   redis.call('HLEN', KEYS[2]) >= tonumber(ARGV[4]) then return 0 end
+   (c[2] == '0' or redis.call('HLEN', KEYS[2]) >= tonumber(ARGV[4])) then return 0 end
 if ARGV[2] ~= '' or redis.call('HEXISTS', KEYS[2], ARGV[1]) == 0 then
   redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
 end
@@ -94,6 +97,11 @@ redis.call('SADD', KEYS[4], ARGV[1])
 redis.call('PEXPIREAT', KEYS[4], at)
 return 1
 """
+_REMOVE = """
+local n = redis.call('HDEL', KEYS[1], ARGV[1])
+for _, q in ipairs(redis.call('SMEMBERS', KEYS[2])) do redis.call('HDEL', ARGV[2] .. q, ARGV[1]) end
+return n
+"""
 _DELETE = """
 local qs = redis.call('SMEMBERS', KEYS[3])
 for _, q in ipairs(qs) do redis.call('DEL', ARGV[2] .. q) end
@@ -124,6 +132,7 @@ class RedisStore:
         self._present = self._r.register_script(_PRESENT)
         self._answer = self._r.register_script(_ANSWER)
         self._delete = self._r.register_script(_DELETE)
+        self._remove = self._r.register_script(_REMOVE)
         self._hit = self._r.register_script(_HIT)
 
     def close(self) -> None:
@@ -132,7 +141,7 @@ class RedisStore:
     def create(self, record: ClassRecord) -> bool:
         r = record
         args = [r.token_hash, repr(r.created), repr(r.expires), r.slide, r.question]
-        args += [r.phase.value, r.version, r.example, r.code]
+        args += [r.phase.value, r.version, r.example, r.code, "1" if r.joining else "0"]
         return self._create(keys=[_P + "c:" + r.code, _INDEX], args=args) == 1
 
     def load(self, code: str, now: float) -> ClassRecord | None:
@@ -154,10 +163,12 @@ class RedisStore:
         slide: int | None = None,
         question: str | None = None,
         phase: Phase | None = None,
+        joining: bool | None = None,
     ) -> ClassRecord | None:
         args = [token_hash, repr(now), "" if slide is None else str(int(slide))]
         args += ["0" if question is None else "1", question or ""]
         args += ["" if phase is None else phase.value]
+        args += ["" if joining is None else "1" if joining else "0"]
         if self._update(keys=[_P + "c:" + code], args=args) != 1:
             return None
         return self.load(code, now)
@@ -173,6 +184,10 @@ class RedisStore:
     def present(self, code: str, session: str, now: float, window_s: float) -> int:
         args = [session, repr(now), repr(float(window_s))]
         return int(self._present(keys=[_P + "c:" + code], args=args))
+
+    def remove(self, code: str, student: str) -> bool:
+        keys = [_P + "m:" + code, _P + "q:" + code]
+        return self._remove(keys=keys, args=[student, f"{_P}a:{code}:"]) == 1
 
     def members(self, code: str) -> dict[str, str]:
         return self._r.hgetall(_P + "m:" + code)
@@ -243,4 +258,5 @@ def _record(code: str, f: dict[str, str]) -> ClassRecord:
         phase=Phase(f.get("phase", Phase.NONE.value)),
         version=int(f.get("version", 0)),
         example=f.get("example", ""),
+        joining=f.get("joining", "1") != "0",
     )

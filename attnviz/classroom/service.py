@@ -46,6 +46,8 @@ class Problem(enum.Enum):
     NOT_TEACHER = "not the teacher"
     RATE_LIMITED = "too many tries"
     FULL = "class full"
+    CLOSED = "closed to new students"
+    REMOVED = "removed by the teacher"
     NOT_OPEN = "question not open"
     BAD_INPUT = "bad input"
     UNREACHABLE = "store unreachable"  # nothing was done: try again
@@ -72,7 +74,21 @@ class Limits:
     about 7.5 million per live class), and it takes ten addresses at their limit to use it up.
     Starts are counted per address for the same reason: a school's teachers share one, so 60 an
     hour; a class is one small record that expires after ``ttl_s``, so one address holds at most
-    240 live classes."""
+    240 live classes.
+
+    A right code always joins, whatever wrong codes came before: the code is looked up first, and
+    the server-wide count refuses only codes that name no class. An address over its own failed
+    limit still joins the classes it is known to (it started the class, or has members in it: a
+    school behind one NAT address, one of whose students tried 100 wrong codes); to any other
+    class it is refused with the same words whether the code exists or not. Guessing is bounded
+    per address: 100 a minute, 24,000 in a class's life, one chance in 7.5e7 per live class.
+
+    New members are limited per address (``joins_per_client_per_min``: a class of 300 behind one
+    NAT address joins in one minute) and per class (``joins_per_class_per_min``, twice what one
+    address may use), and one address holds at most ``members_per_client`` of a class's
+    ``max_members``: one visitor cannot fill a class. A member's tabs, reloads and rejoins are not
+    new members and count nothing. The teacher sees who joined, removes a member (their answers go
+    with them, and their id cannot rejoin) or closes the class to new students."""
 
     ttl_s: int = 4 * 3600
     max_members: int = 1000
@@ -80,9 +96,14 @@ class Limits:
     failed_joins_per_min: int = 1000  # the whole server: bounds guessing codes
     answers_per_student_per_min: int = 30
     starts_per_client_per_hour: int = 60
+    joins_per_client_per_min: int = 300  # new members from one address: a school's class at once
+    joins_per_class_per_min: int = 600  # more than one address can use up alone
+    members_per_client: int = 500  # one address's share of a class: never all of it
 
 
 LIMITS = Limits()
+#: A window no class outlives: counters kept for a class's whole life (deleted with the class).
+FOREVER_S = 2**40
 
 
 def _reaching(method):
@@ -150,6 +171,7 @@ class Classroom:
                 example=example,
             )
             if self.store.create(record):
+                self.store.hit(f"home:{record.code}:{client}", FOREVER_S, now)
                 return Started(record.code, token, record)
         raise ClassError(Problem.BAD_INPUT, "Could not find a free class code; try again.")
 
@@ -236,22 +258,69 @@ class Classroom:
     @_reaching
     def join(self, code_text: object, student: str, name: object = "", client: str = "") -> str:
         """A student joins with what they typed; returns the canonical code. A code of the wrong
-        shape is refused with what a code looks like and counts nothing; a well-formed one that
-        names no class is a failed try, counted per client and for the whole server."""
+        shape (or a name, or a student id) is refused with what it should look like and counts
+        nothing; a well-formed code that names no class is a failed try, counted per client and
+        for the whole server. The limits and who they stop: ``Limits``."""
         now = self.clock()
-        student = secret.parse_student(student)
-        name = secret.parse_name(name)
         try:
             code = secret.parse_code(code_text)
+            student = secret.parse_student(student)
+            name = secret.parse_name(name)
         except AttnvizError as e:
             raise ClassError(Problem.BAD_INPUT, str(e)) from None
-        self._check_failures(client, now)
-        if self.store.load(code, now) is None:
+        record = self.store.load(code, now)
+        over = self._failed(f"joinfail:{client}", self.limits.failed_joins_per_client_per_min, now)
+        if record is None:
+            if over or self._failed("joinfail:*", self.limits.failed_joins_per_min, now):
+                raise ClassError(Problem.RATE_LIMITED, "Too many tries; wait a minute and retry.")
             self._fail(client, now)
             raise ClassError(Problem.NO_CLASS, "No live class has this code. Check it and retry.")
+        if over and not self._known(code, client, now):
+            raise ClassError(Problem.RATE_LIMITED, "Too many tries; wait a minute and retry.")
+        if self.store.count(f"out:{code}:{student}", FOREVER_S, now):
+            raise ClassError(Problem.REMOVED, "The teacher has removed you from this class.")
+        new = student not in self.store.members(code)
+        if new:
+            self._admit(record, client, now)
         if not self.store.join(code, student, name, now, self.limits.max_members):
-            raise ClassError(Problem.FULL, "This class is full (or has just ended).")
+            if not self.state(code).joining:
+                raise ClassError(
+                    Problem.CLOSED, "The teacher has closed this class to new students."
+                )
+            raise ClassError(Problem.FULL, "This class is full.")
+        if new:
+            self.store.hit(f"share:{code}:{client}", FOREVER_S, now)
         return code
+
+    @_reaching
+    def set_joining(self, code: str, token: str, joining: bool) -> ClassRecord:
+        """Open or close the class to new students (members may always come back)."""
+        if type(joining) is not bool:
+            raise ClassError(Problem.BAD_INPUT, "Joining is open or closed.")
+        return self._teacher(code, token, joining=joining)
+
+    @_reaching
+    def remove(self, code: str, token: str, student: object) -> bool:
+        """The teacher removes a member: their answers go, and their id cannot join again (a
+        new one is a new member, within the limits). False when they were no member."""
+        if not self.is_teacher(code, token):
+            raise ClassError(Problem.NOT_TEACHER, "Only the teacher can do this.")
+        try:
+            student = secret.parse_student(student)
+        except AttnvizError as e:
+            raise ClassError(Problem.BAD_INPUT, str(e)) from None
+        now = self.clock()
+        self.store.hit(f"out:{code}:{student}", FOREVER_S, now)
+        return self.store.remove(code, student)
+
+    @_reaching
+    def member_list(self, code: str, token: str) -> tuple[tuple[str, str], ...]:
+        """The teacher's view of who joined: (student id, name) sorted by name, unnamed last.
+        Student ids are secrets of their browsers (one votes as its student): teacher only."""
+        if not self.is_teacher(code, token):
+            raise ClassError(Problem.NOT_TEACHER, "Only the teacher can do this.")
+        members = self.store.members(code)
+        return tuple(sorted(members.items(), key=lambda kv: (not kv[1], kv[1].casefold(), kv[0])))
 
     @_reaching
     def answer(self, code: str, student: str, question: Question, text: object) -> str:
@@ -310,13 +379,30 @@ class Classroom:
         if self.store.hit(key, window_s, now) > most:
             raise ClassError(Problem.RATE_LIMITED, "Too many tries; wait a minute and retry.")
 
-    def _check_failures(self, client: str, now: float) -> None:
-        for key, most in (
-            (f"joinfail:{client}", self.limits.failed_joins_per_client_per_min),
-            ("joinfail:*", self.limits.failed_joins_per_min),
+    def _failed(self, key: str, most: int, now: float) -> bool:
+        """Whether the failed joins counted under key this minute have reached most."""
+        return self.store.count(key, 60, now) >= most
+
+    def _known(self, code: str, client: str, now: float) -> bool:
+        """Whether client started the class or has members in it (it knows the code)."""
+        return any(
+            self.store.count(f"{kind}:{code}:{client}", FOREVER_S, now)
+            for kind in ("home", "share")
+        )
+
+    def _admit(self, record: ClassRecord, client: str, now: float) -> None:
+        """The limits on new members, each counted only once the one before let it through."""
+        code = record.code
+        if not record.joining:
+            raise ClassError(Problem.CLOSED, "The teacher has closed this class to new students.")
+        self._limit(f"join:{client}", 60, self.limits.joins_per_client_per_min, now)
+        if self.store.count(f"share:{code}:{client}", FOREVER_S, now) >= min(
+            self.limits.members_per_client, self.limits.max_members
         ):
-            if self.store.count(key, 60, now) >= most:
-                raise ClassError(Problem.RATE_LIMITED, "Too many tries; wait a minute and retry.")
+            raise ClassError(
+                Problem.FULL, "This class has room for no more students from your network."
+            )
+        self._limit(f"joins:{code}", 60, self.limits.joins_per_class_per_min, now)
 
     def _fail(self, client: str, now: float) -> None:
         self.store.hit(f"joinfail:{client}", 60, now)

@@ -29,7 +29,7 @@ _SCHEMA = """
 CREATE TABLE IF NOT EXISTS classes (
     code TEXT PRIMARY KEY, token_hash TEXT NOT NULL, created REAL NOT NULL, expires REAL NOT NULL,
     slide INTEGER NOT NULL, question TEXT NOT NULL, phase TEXT NOT NULL, version INTEGER NOT NULL,
-    example TEXT NOT NULL
+    example TEXT NOT NULL, joining INTEGER NOT NULL DEFAULT 1
 );
 CREATE INDEX IF NOT EXISTS classes_expires ON classes (expires);
 CREATE TABLE IF NOT EXISTS members (
@@ -44,7 +44,7 @@ CREATE TABLE IF NOT EXISTS presenters (
     code TEXT NOT NULL, session TEXT NOT NULL, seen REAL NOT NULL, PRIMARY KEY (code, session)
 );
 """
-_COLUMNS = "code, token_hash, created, expires, slide, question, phase, version, example"
+_COLUMNS = "code, token_hash, created, expires, slide, question, phase, version, example, joining"
 MAX_IDLE = 8  # connections kept between operations; a burst beyond it opens (and closes) more
 
 
@@ -59,6 +59,9 @@ class SQLiteStore:
         self.opened = 0  # connections made so far (the pool's tests read it)
         with self._db() as db:
             db.executescript(_SCHEMA)
+            columns = {row[1] for row in db.execute("PRAGMA table_info(classes)")}
+            if "joining" not in columns:  # a file written before classes could close
+                db.execute("ALTER TABLE classes ADD COLUMN joining INTEGER NOT NULL DEFAULT 1")
 
     # ---- connections ---------------------------------------------------------------------------
 
@@ -127,7 +130,7 @@ class SQLiteStore:
     def create(self, record: ClassRecord) -> bool:
         with self._tx() as db:
             cur = db.execute(
-                f"INSERT OR IGNORE INTO classes ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                f"INSERT OR IGNORE INTO classes ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 _row(record),
             )
             return cur.rowcount == 1
@@ -151,13 +154,22 @@ class SQLiteStore:
         slide: int | None = None,
         question: str | None = None,
         phase: Phase | None = None,
+        joining: bool | None = None,
     ) -> ClassRecord | None:
         with self._tx() as db:
             cur = db.execute(
                 "UPDATE classes SET slide = coalesce(?, slide), question = coalesce(?, question), "
-                "phase = coalesce(?, phase), version = version + 1 "
-                "WHERE code = ? AND token_hash = ? AND expires > ?",
-                (slide, question, None if phase is None else phase.value, code, token_hash, now),
+                "phase = coalesce(?, phase), joining = coalesce(?, joining), "
+                "version = version + 1 WHERE code = ? AND token_hash = ? AND expires > ?",
+                (
+                    slide,
+                    question,
+                    None if phase is None else phase.value,
+                    None if joining is None else int(joining),
+                    code,
+                    token_hash,
+                    now,
+                ),
             )
             if cur.rowcount != 1:
                 return None
@@ -166,12 +178,17 @@ class SQLiteStore:
 
     def join(self, code: str, student: str, name: str, now: float, max_members: int) -> bool:
         with self._tx() as db:
-            if not _live(db, code, now):
+            row = db.execute(
+                "SELECT joining FROM classes WHERE code = ? AND expires > ?", (code, now)
+            ).fetchone()
+            if row is None:
                 return False
             known = db.execute(
                 "SELECT 1 FROM members WHERE code = ? AND student = ?", (code, student)
             ).fetchone()
             if known is None:
+                if not row[0]:  # closed to new students
+                    return False
                 (count,) = db.execute(
                     "SELECT count(*) FROM members WHERE code = ?", (code,)
                 ).fetchone()
@@ -210,6 +227,12 @@ class SQLiteStore:
             )
             (n,) = db.execute("SELECT count(*) FROM presenters WHERE code = ?", (code,)).fetchone()
             return int(n)
+
+    def remove(self, code: str, student: str) -> bool:
+        with self._tx() as db:
+            cur = db.execute("DELETE FROM members WHERE code = ? AND student = ?", (code, student))
+            db.execute("DELETE FROM answers WHERE code = ? AND student = ?", (code, student))
+            return cur.rowcount == 1
 
     def members(self, code: str) -> dict[str, str]:
         return dict(self._all("SELECT student, name FROM members WHERE code = ?", (code,)))
@@ -323,11 +346,12 @@ def _row(r: ClassRecord) -> tuple:
         r.phase.value,
         r.version,
         r.example,
+        int(r.joining),
     )
 
 
 def _record(row: tuple) -> ClassRecord:
-    code, token_hash, created, expires, slide, question, phase, version, example = row
+    code, token_hash, created, expires, slide, question, phase, version, example, joining = row
     return ClassRecord(
         code=code,
         token_hash=token_hash,
@@ -338,4 +362,5 @@ def _record(row: tuple) -> ClassRecord:
         phase=Phase(phase),
         version=int(version),
         example=example,
+        joining=bool(joining),
     )

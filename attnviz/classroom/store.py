@@ -30,7 +30,8 @@ class ClassRecord:
     """One class as stored. token_hash: SHA-256 of the teacher token (the token itself is never
     stored). slide: 1-based. question: the id of the question on screen ("" for none).
     version: bumped by every change the students must see, so a poll can tell cheaply.
-    example: the Playground link's query string the slides run on ("" for the classic example)."""
+    example: the Playground link's query string the slides run on ("" for the classic example).
+    joining: whether new students may join (the teacher can close the class to them)."""
 
     code: str
     token_hash: str
@@ -41,6 +42,7 @@ class ClassRecord:
     phase: Phase = Phase.NONE
     version: int = 0
     example: str = ""
+    joining: bool = True
 
 
 class Store(Protocol):
@@ -63,14 +65,20 @@ class Store(Protocol):
         slide: int | None = None,
         question: str | None = None,
         phase: Phase | None = None,
+        joining: bool | None = None,
     ) -> ClassRecord | None:
         """Change what is given and bump the version, only if the class exists, has not expired
         and token_hash is its teacher's. Returns the new record, or None (nothing changed)."""
         ...
 
     def join(self, code: str, student: str, name: str, now: float, max_members: int) -> bool:
-        """Add (or rename) a student; False when the class is gone or already has max_members.
-        A member who rejoins with the name '' keeps the name they gave before."""
+        """Add (or rename) a student; False when the class is gone, already has max_members, or
+        is closed to new students (a member may still rejoin). A member who rejoins with the name
+        '' keeps the name they gave before."""
+        ...
+
+    def remove(self, code: str, student: str) -> bool:
+        """Remove a member and every answer they gave; False when they were not one."""
         ...
 
     def rekey(self, code: str, token_hash: str, new_hash: str, now: float) -> bool:
