@@ -126,6 +126,19 @@ def _hostile(outside: Path) -> dict[str, str]:
             "os.close(os.open('planted.py', os.O_CREAT | os.O_WRONLY, dir_fd=fd))\n"
             "return att_scores[..., None].expand(*att_scores.shape, h)"
         ),
+        "finalizer_patch": (
+            "import attnviz.exercises.rules as rules\n"
+            "class Bomb:\n"
+            "    def __del__(self):\n"
+            "        real = rules.find_loop\n"
+            "        def fake(fn, outcomes):\n"
+            "            rules.find_loop = real\n"
+            "            return ''\n"
+            "        rules.find_loop = fake\n"
+            "bomb = Bomb()\nbomb.me = bomb\ndel bomb\n"
+            "return torch.stack([(net_output[b] * att_scores[b][:, None]).sum(dim=0)"
+            " for b in range(net_output.shape[0])])"
+        ),
         "subprocess": "import subprocess\nsubprocess.run(['true'])\nreturn att_scores[..., None]",
         "fork": "import os\nos.fork()\nreturn att_scores[..., None].expand(*att_scores.shape, h)",
         "socket": (
@@ -484,10 +497,15 @@ def build(folder: Path, outside: Path) -> dict[tuple[str, str], tuple[str, str]]
     add(
         "s31",
         L02,
-        {"weighted_sum": b["mean_not_sum"], "weighted_sum_matmul": b["answer_key"]},
+        {
+            "weighted_sum": b["mean_not_sum"],
+            "weighted_sum_matmul": b["answer_key"],
+            "weighted_sum_einsum": h["finalizer_patch"],
+        },
         {
             "weighted_sum": ("failed", "mean_not_sum"),
             "weighted_sum_matmul": ("failed", "answer_key"),
+            "weighted_sum_einsum": tampered,
         },
     )
     add(

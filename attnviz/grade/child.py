@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 import builtins
 import contextlib
+import gc
 import importlib
 import json
 import linecache
@@ -94,6 +95,7 @@ def main(spec: dict, fd: int, nonce: str) -> None:
     tampered = guard.changed(before)
     send({"type": "ready", "landlock": abi, "alerts": g.alerts[:3]})
     table = titles()
+    gc.disable()  # the student's finalizers run when the wrapper collects, not during a verdict
     for ex in spec["exercises"]:
         if tampered:
             row = _problem(Problem.TAMPERED, f"while defining the functions, it changed {tampered}")
@@ -251,8 +253,9 @@ def _guarded(
     g: guard.Guard, fn: Callable, name: str, flags: dict, before: guard.Fingerprint
 ) -> Callable:
     """fn as the checker should see it: the checker's callables sealed before fn gets them, what
-    fn returns kept only when plain, torch modes it leaves behind removed, and a change to the
-    checker's globals, an allocation over the limit or a SystemExit noted."""
+    fn returns kept only when plain, torch modes it leaves behind removed, the garbage it made
+    collected (so that its finalizers run now, not while the checker judges), and a change to
+    the checker's globals, an allocation over the limit or a SystemExit noted."""
 
     def guarded(*args: object) -> object:
         args = tuple(
@@ -269,6 +272,10 @@ def _guarded(
         except BaseException as exc:  # SystemExit, KeyboardInterrupt: not the end of the check
             raise RuntimeError(f"your function raised {_text(exc)}") from None
         finally:
+            if gc.isenabled():
+                flags.setdefault("tampered", "the garbage collector's settings")
+                gc.disable()
+            gc.collect(0)  # with collection off, every cycle the call made is young
             while torch._C._len_torch_function_stack() > modes:
                 torch._C._pop_torch_function_stack()
                 flags.setdefault("tampered", "torch's function modes")

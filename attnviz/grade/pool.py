@@ -22,6 +22,7 @@ For each process it:
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import os
 import secrets
@@ -85,6 +86,7 @@ def serve(spec: dict, out: object) -> None:
     from attnviz.grade import child  # torch and the checkers, imported once before any fork
 
     child.warm_up(spec.get("preload", []))
+    gc.freeze()  # what the server holds is never collected again: cheap collections in the forks
 
     limits = spec["limits"]
     todo: deque[_Job] = deque(
