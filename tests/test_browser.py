@@ -21,6 +21,7 @@ import torch
 
 import attnviz
 from attnviz import examples
+from attnviz.ui.sections import TABS
 from scripts.chromium import CHROMIUM, CHROMIUM_ARGS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -203,14 +204,24 @@ def _wait_result(page, expected: np.ndarray, timeout_s: float = 30) -> np.ndarra
 
 
 def _edit_cell(page, table: int, row: int, col: int, text: str) -> None:
-    """Double-click a cell of an editor (row, col count data cells from 0) and type text."""
+    """Select a cell of an editor (row, col count data cells from 0), open it with Enter and type
+    text, as a visitor does: the table scrolled into the middle of the view and the pointer moved onto the cell
+    before the click (a grid takes a click that arrives with no pointer movement, while another
+    element has the focus, as focusing it only)."""
     _result(page)  # every table of the page is drawn, so none moves under the mouse
     grid = page.locator('[data-testid="stDataFrame"]').nth(table)
+    grid.evaluate("e => e.scrollIntoView({block: 'center'})")  # not under the app's top bar
     box = grid.bounding_box()
     header_h = 35
     index_w = grid.locator("table[role=grid] th").count()  # columns incl. the index
     col_w = (box["width"] - 57) / (index_w - 1)
-    page.mouse.dblclick(box["x"] + 57 + col_w * (col + 0.5), box["y"] + header_h * (row + 1.5))
+    x, y = box["x"] + 57 + col_w * (col + 0.5), box["y"] + header_h * (row + 1.5)
+    page.mouse.move(x, y)
+    page.wait_for_timeout(100)
+    page.mouse.click(x, y, delay=80)
+    selected = grid.locator(f"#glide-cell-{col + 1}-{row}[aria-selected=true]")
+    selected.wait_for(state="attached", timeout=WAIT_MS)
+    page.keyboard.press("Enter")
     cell_input = page.locator("#portal textarea, #portal input").first
     cell_input.wait_for(timeout=WAIT_MS)
     cell_input.fill(text)
@@ -356,3 +367,92 @@ def test_performance_times_the_methods(tab, server):
     assert methods[0] == "floor" and "broadcast" in methods
     _no_exception_box(page)
     page.screenshot(path=SHOTS / "performance_laptop_1366x768.png")
+
+
+# ---- no edit lost, whatever came before it -------------------------------------------------------
+
+
+def _changes_result(page, table: int, row: int, col: int, text: str) -> None:
+    """Type text into a cell: the cell keeps it, the result changes and the link carries it."""
+    before = _result(page)
+    _edit_cell(page, table, row, col, text)
+    deadline = time.monotonic() + 30
+    while np.array_equal(_result(page), before):
+        assert time.monotonic() < deadline, f"the edit {text} of table {table} was lost"
+        page.wait_for_timeout(250)
+    assert _frame(page, table)[row][col + 1] == text  # column 0 is the row's index
+    page.wait_for_url(f"**{text}*", timeout=WAIT_MS)
+
+
+def _pick_preset(page, name: str) -> None:
+    page.locator(".st-key-pg_preset").click()
+    page.get_by_role("option", name=name, exact=True).click()
+    _settle(page)
+
+
+def _size(page, letter: str, value: int) -> None:
+    box = page.locator(f".st-key-pg_{letter} input")
+    box.fill(str(value))
+    box.press("Enter")
+    _settle(page)
+
+
+NAVIGATIONS = {  # what a visitor does before editing
+    "tab": lambda page: page.get_by_role("tab", name="Mistakes").click(),
+    "step": lambda page: page.get_by_role("button", name="Next").click(),
+    "preset": lambda page: _pick_preset(page, "random"),
+    "size": lambda page: _size(page, "h", 4),
+}
+
+
+@pytest.mark.parametrize("how", [*NAVIGATIONS, "link"])
+def test_every_editor_keeps_an_edit_made_right_after_a_navigation(tab, server, how):
+    """After a tab switch, a step, a preset, a new size or a link, a value typed into each table
+    (both sentences of net_output, then att_scores) is kept and changes the result."""
+    if how == "link":
+        page = _open(tab, f"{server}/?p=random&s=2x4x4&seed=3&tab=grad&x=" + "_".join(["0.5"] * 32))
+    else:
+        page = _open(tab, server)
+        NAVIGATIONS[how](page)
+        _settle(page)
+    for k, (table, text) in enumerate([(0, "7.25"), (1, "-3.5"), (2, "2.75")]):
+        _changes_result(page, table, k % 2, 1, text)
+        if k < 2 and how == "tab":  # another tab before the next table
+            page.get_by_role("tab", name=("Gradients", "Step by step")[k]).click()
+        elif k < 2 and how == "step":  # another step before the next table
+            NAVIGATIONS["step"](page)
+        _settle(page)
+    _no_exception_box(page)
+
+
+# ---- the Playground on a phone -------------------------------------------------------------------
+
+PHONE = {"width": 390, "height": 844}
+
+
+@pytest.fixture(scope="module")
+def phone(browser):
+    context = browser.new_context(viewport=PHONE, device_scale_factor=2)
+    yield _watched(context.new_page())
+    context.close()
+
+
+@pytest.mark.parametrize("key", [k for k, _ in TABS])
+def test_every_playground_tab_is_legible_on_a_phone(phone, server, key):
+    """390x844: nothing wider than the screen, no two texts of a figure drawn over each other
+    (their boxes measured in the page), cell numbers at least 12 px, no plot toolbar."""
+    from tests.test_live_browser import _CELLS, _colliding
+
+    page = _open(phone, f"{server}/?tab={key}", viewport=PHONE)
+    deadline = time.monotonic() + WAIT_MS / 1000
+    while page.locator(".modebar-btn").count():  # the phone's run (its size reported) is drawn
+        assert time.monotonic() < deadline, "the figures kept their laptop toolbar"
+        page.wait_for_timeout(250)
+    _settle(page)
+    info = page.evaluate(_CELLS) or {"texts": []}
+    page.screenshot(path=SHOTS / f"playground_phone_{key}.png")
+    assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+    assert _colliding(info["texts"]) == [], key
+    cells = [t["size"] for t in info["texts"] if t["cell"]]
+    assert min(cells, default=12) >= 12, key
+    _no_exception_box(page)

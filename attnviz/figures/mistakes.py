@@ -26,6 +26,7 @@ from attnviz.figures.style import (
 from attnviz.figures.text import (
     escape,
     wrap_escaped,
+    wrap_hard,
 )
 from attnviz.trace import Mistake
 
@@ -160,6 +161,46 @@ def _table_row_px(m: Mistake) -> int:
     return 14 + 20 * max(code_lines, error_lines)
 
 
+def _phone_table(items: Sequence[Mistake]) -> tuple[dict, list[int]]:
+    """The gallery as two narrow columns for a phone: the form, then what torch did; every line
+    short enough for its cell. -> (the table trace, each row's height in px)."""
+    size = max(current_style().font - 3, 12)
+    code, what, heights = [], [], []
+    for m in items:
+        left = wrap_hard(m.code, 20)
+        left = [f"<b>{line}</b>" for line in left]
+        if m.variant:
+            left += wrap_hard(f"T == H variant, inputs {m.input_shape}", 20)
+        right = [f"{_OUTCOME_SYMBOL[m.outcome]} {m.outcome}"]
+        right += wrap_hard(
+            f"shape {'–' if m.shape is None else m.shape}, want {m.expected_shape}", 22
+        )
+        right += wrap_hard(m.error, 22)[:4] if m.error else ["no error raised"]
+        code.append("<br>".join(left))
+        what.append("<br>".join(right))
+        heights.append(12 + int(size * 1.35) * max(len(left), len(right)))
+    fills = ["#e6f2e6" if m.correct else "#fde0c5" if m.silent else "#eeeeee" for m in items]
+    table = dict(
+        type="table",
+        columnwidth=[50, 50],
+        header={
+            "values": ["<b>code</b>", "<b>what torch did</b>"],
+            "font": {"size": current_style().font},
+            "fill": {"color": "#d9d9d9"},
+            "align": "left",
+            "height": 32,
+        },
+        cells={
+            "values": [code, what],
+            "font": {"size": size},
+            "fill": {"color": [fills] * 2},
+            "align": "left",
+            "height": 30,
+        },
+    )
+    return table, heights
+
+
 @styled
 def mistakes_figure(items: Sequence[Mistake]) -> go.Figure:
     """The gallery at a glance: a table of every form, its outcome, shapes and torch's message."""
@@ -174,36 +215,39 @@ def mistakes_figure(items: Sequence[Mistake]) -> go.Figure:
         "<br>".join(wrap_escaped(m.error, 40)) if m.error else "no error raised" for m in items
     ]
     fills = ["#e6f2e6" if m.correct else "#fde0c5" if m.silent else "#eeeeee" for m in items]
-    fig = Draft(
-        dict(
-            type="table",
-            columnwidth=[40, 14, 18, 28],
-            header={
-                "values": ["<b>code</b>", "<b>outcome</b>", "<b>shape</b>", "<b>torch says</b>"],
-                "font": {"size": current_style().font},
-                "fill": {"color": "#d9d9d9"},
-                "align": "left",
-                "height": 36,
-            },
-            cells={
-                "values": [code, outcome, shapes, errors],
-                "font": {"size": max(current_style().font - 3, 12)},
-                "fill": {"color": [fills] * 4},
-                "align": "left",
-                "height": 34,
-            },
-        )
+    table = dict(
+        type="table",
+        columnwidth=[40, 14, 18, 28],
+        header={
+            "values": ["<b>code</b>", "<b>outcome</b>", "<b>shape</b>", "<b>torch says</b>"],
+            "font": {"size": current_style().font},
+            "fill": {"color": "#d9d9d9"},
+            "align": "left",
+            "height": 36,
+        },
+        cells={
+            "values": [code, outcome, shapes, errors],
+            "font": {"size": max(current_style().font - 3, 12)},
+            "fill": {"color": [fills] * 4},
+            "align": "left",
+            "height": 34,
+        },
     )
+    heights = [_table_row_px(x) for x in items]
+    if current_style().stack:  # a phone: two columns whose lines fit
+        table, heights = _phone_table(items)
+    fig = Draft(table)
+    legend = "each form run live by torch: ✓ right · ✗ fails or wrong shape · ⚠ silently wrong"
     base_layout(
         fig,
         title="Mistakes gallery",
-        subtitle="each form run live by torch: ✓ right · ✗ fails or wrong shape · ⚠ silently wrong",
+        subtitle="<br>".join(wrap_escaped(legend, 40)) if current_style().stack else legend,
         height=400,  # replaced below, once the title's margins are known
     )
     fig.update_layout(margin={"l": 20, "r": 20, "b": 8})  # a table needs no room for axis labels
     # as tall as the title, the header and the rows need: no blank band under the table
     m = fig.layout["margin"]
-    fig.update_layout(height=m["t"] + m["b"] + 36 + sum(_table_row_px(x) for x in items))
+    fig.update_layout(height=m["t"] + m["b"] + 36 + sum(heights))
     lines = [
         f"{m.code}{' (T == H variant, inputs ' + str(m.input_shape) + ')' if m.variant else ''}: "
         f"{m.outcome}" + (f" (torch: {m.error})" if m.error else f", shape {m.shape}")

@@ -51,6 +51,15 @@ def wrap_escaped(text: str, width: int) -> list[str]:
     return wrap_lines(escape(text), width)
 
 
+def wrap_hard(text: str, width: int) -> list[str]:
+    """Words -> escaped lines of at most width characters each (before escaping): a word longer
+    than a line is split across lines, so that a narrow table cell holds it (a phone)."""
+    lines = []
+    for line in wrap_lines(text, width):
+        lines += [escape(line[i : i + width]) for i in range(0, len(line), width)]
+    return lines
+
+
 def wrap_lines(text: str, width: int) -> list[str]:
     """Words -> lines of at most width characters (a longer word gets a line of its own)."""
     lines, line = [], ""

@@ -39,6 +39,21 @@ PLOT_CONFIG = {
     "displaylogo": False,
     "toImageButtonOptions": {"format": "png", "scale": 2, "filename": "attnviz"},
 }
+#: On a phone the plot toolbar would cover the figure's title: no toolbar there.
+PHONE_PLOT_CONFIG = {**PLOT_CONFIG, "displayModeBar": False}
+#: Figure styles by name (``figures.Style.name``): the cache keys carry the name.
+STYLES = {s.name: s for s in (figures.SCREEN, figures.PROJECTOR, figures.PHONE)}
+
+
+def plot_config(style: str) -> dict:
+    """The plotly config of a figure drawn in style ``style`` (a name of STYLES)."""
+    return PHONE_PLOT_CONFIG if style == figures.PHONE.name else PLOT_CONFIG
+
+
+def _style(name: str) -> figures.Style:
+    return STYLES.get(name, figures.SCREEN)
+
+
 # name: (max_entries, max_size). A spec of the largest example is ~60 KB; rows and arrays less.
 BUDGETS: dict[str, tuple[int, str]] = {
     "preset": (64, "2MiB"),
@@ -91,9 +106,10 @@ def figure(spec: Spec) -> BaseFigure:
     return _Prebuilt(json.loads(spec.json))
 
 
-def show(spec: Spec, key: str, *, caption: bool = True) -> None:
-    """A cached figure with its text description beside it (the camera icon saves a PNG)."""
-    st.plotly_chart(figure(spec), key=key, config=PLOT_CONFIG, width="stretch", theme=None)
+def show(spec: Spec, key: str, *, caption: bool = True, style: str = "screen") -> None:
+    """A cached figure with its text description beside it (the camera icon saves a PNG; no
+    toolbar on a phone, where it would cover the title)."""
+    st.plotly_chart(figure(spec), key=key, config=plot_config(style), width="stretch", theme=None)
     if caption:
         st.caption(spec.description)
 
@@ -226,10 +242,10 @@ def _steps_table(b: int, t: int, h: int) -> str:
 
 
 @_cache("step_figure")
-def step_figure(x: np.ndarray, wa: np.ndarray, i: int) -> Spec:
-    """Step i's figure, on the colour range shared by the whole story."""
+def step_figure(x: np.ndarray, wa: np.ndarray, i: int, style: str = "screen") -> Spec:
+    """Step i's figure, on the colour range shared by the whole story, in style ``style``."""
     story, zrange = _story(x, wa)
-    return Spec.of(figures.step_draft(story[i], zrange=zrange))
+    return Spec.of(figures.step_draft(story[i], zrange=zrange, style=_style(style)))
 
 
 def step_html(x: np.ndarray, wa: np.ndarray, i: int) -> str:
@@ -248,17 +264,16 @@ class CellView:
 
 
 @_cache("cell")
-def cell(x: np.ndarray, wa: np.ndarray, b: int, h: int) -> CellView:
+def cell(x: np.ndarray, wa: np.ndarray, b: int, h: int, style: str = "screen") -> CellView:
     """weighted[b, h] = sum over t of wa[b, t] * x[b, t, h], written out."""
     prov = trace.provenance(_t(x), _t(wa), b, h)
     _, zrange = _story(x, wa)
-    return CellView(
-        prov.formula, prov.equation, Spec.of(figures.provenance_figure(prov, zrange=zrange))
-    )
+    fig = figures.provenance_figure(prov, zrange=zrange, style=_style(style))
+    return CellView(prov.formula, prov.equation, Spec.of(fig))
 
 
 @_cache("result_figure")
-def result_figure(x: np.ndarray, wa: np.ndarray) -> Spec:
+def result_figure(x: np.ndarray, wa: np.ndarray, style: str = "screen") -> Spec:
     """The result weighted (B, H) as a heatmap whose cells can be clicked."""
     story, zrange = _story(x, wa)
     result = story[-1].value  # (B, H)
@@ -268,6 +283,7 @@ def result_figure(x: np.ndarray, wa: np.ndarray) -> Spec:
         axis_names=("sentence", "hidden"),
         zrange=zrange,
         name="weighted",
+        style=_style(style),
     )
     # heatmaps can't be selected by a click; invisible markers on the cell centres can
     b, h = result.shape
@@ -302,14 +318,16 @@ class MistakeText:
 
 
 @_cache("mistakes")
-def mistakes(x: np.ndarray, wa: np.ndarray) -> tuple[tuple[MistakeText, ...], Spec]:
+def mistakes(
+    x: np.ndarray, wa: np.ndarray, style: str = "screen"
+) -> tuple[tuple[MistakeText, ...], Spec]:
     """The gallery of wrong forms run on the example, and its overview figure."""
     items = trace.mistakes(_t(x), _t(wa))
     texts = tuple(
         MistakeText(m.code, m.outcome, m.explanation, m.error, m.variant_note, m.silent)
         for m in items
     )
-    return texts, Spec.of(figures.mistakes_figure(items))
+    return texts, Spec.of(figures.mistakes_figure(items, style=_style(style)))
 
 
 @dataclass(frozen=True)
@@ -337,8 +355,9 @@ def trap(x: np.ndarray, wa: np.ndarray) -> TrapView | None:
 
 
 @_cache("mistake_figure")
-def mistake_figure(x: np.ndarray, wa: np.ndarray, i: int) -> Spec:
-    return Spec.of(figures.mistake_figure(trace.mistakes(_t(x), _t(wa))[i]))
+def mistake_figure(x: np.ndarray, wa: np.ndarray, i: int, style: str = "screen") -> Spec:
+    item = trace.mistakes(_t(x), _t(wa))[i]
+    return Spec.of(figures.mistake_figure(item, style=_style(style)))
 
 
 @dataclass(frozen=True)
@@ -353,10 +372,10 @@ class GradientView:
 
 
 @_cache("gradients")
-def gradients(x: np.ndarray, wa: np.ndarray, part: str) -> GradientView:
+def gradients(x: np.ndarray, wa: np.ndarray, part: str, style: str = "screen") -> GradientView:
     """part "att_scores" or "net_output": its gradient by formula against autograd."""
     g = trace.gradients(_t(x), _t(wa))
-    fig = Spec.of(figures.gradient_figure(g, part=part))
+    fig = Spec.of(figures.gradient_figure(g, part=part, style=_style(style)))
     if part == "att_scores":
         return GradientView(
             g.explanation, g.att_scores_code, g.att_scores_ok, g.att_scores_max_abs_diff, fig
@@ -376,7 +395,7 @@ class ViewCopyView:
 
 
 @_cache("view_copy")
-def view_copy(wa: np.ndarray, h: int) -> ViewCopyView:
+def view_copy(wa: np.ndarray, h: int, style: str = "screen") -> ViewCopyView:
     vc = trace.view_vs_copy(_t(wa), h)
     rows = tuple(
         {
@@ -389,4 +408,5 @@ def view_copy(wa: np.ndarray, h: int) -> ViewCopyView:
         }
         for lay in (vc.source, vc.expand, vc.repeat)
     )
-    return ViewCopyView(vc.explanation, rows, Spec.of(figures.view_copy_figure(vc)))
+    fig = figures.view_copy_figure(vc, style=_style(style))
+    return ViewCopyView(vc.explanation, rows, Spec.of(fig))

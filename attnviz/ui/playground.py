@@ -21,12 +21,28 @@ import streamlit as st
 
 from attnviz import examples
 from attnviz.errors import AttnvizError
-from attnviz.ui import _controls, cached, edit, expression, link, sections
+from attnviz.ui import _controls, cached, edit, expression, link, live_screen, sections
 from attnviz.ui.boundary import before_callbacks, callback
 from attnviz.ui.current import Current
 from attnviz.ui.safe import inert
 
 TABS = sections.TABS  # (url key, label)
+# Our own read-only tables scroll sideways where a phone is narrower than they are (the editors'
+# grids scroll on their own), and the page's title fits a phone.
+_STYLE = """
+<style>
+[class*="st-key-pg_"] [data-testid="stMarkdownContainer"] table {
+  display: block; overflow-x: auto; max-width: 100%;
+}
+@media (max-width: 640px) {
+  .st-key-pg_title h2 { font-size: 1.5rem; }
+  [class*="st-key-pg_"] [data-testid="stMarkdownContainer"] :is(th, td) {
+    padding: 0.3rem 0.45rem; font-size: 0.9rem;
+  }
+  [data-testid="stMainBlockContainer"] { padding-left: 0.9rem; padding-right: 0.9rem; }
+}
+</style>
+"""
 numbers_markdown = sections.numbers_markdown
 CELL_WIDTH = 92  # px: "-999999.9999" (the widest value the limits allow) fits
 
@@ -308,10 +324,14 @@ def page() -> None:
     _init_state()
     ss = st.session_state
     ss["pg_page_done"] = False  # set again at the end: later runs of a section alone are fragments
-    st.markdown("## Attention-weighted aggregation, through broadcasting")
+    st.html(_STYLE)
+    st.container(key="pg_title").markdown("## Attention-weighted aggregation, through broadcasting")
+    # the browser's screen, as the Walkthrough learns it: figures stacked and sized for a phone
+    ss["pg_style"] = live_screen.screen().style.name
     st.code(
         "weighted = (net_output * att_scores[..., None]).sum(axis=1)  # (B,T,H) * (B,T,1) -> (B,H)",
         language="python",
+        wrap_lines=True,  # a phone shows the whole line
     )
     b, t, h = ss["pg_x"].shape
     st.markdown(

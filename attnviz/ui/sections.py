@@ -52,6 +52,13 @@ def show_figure(fig: go.Figure, key: str) -> None:
     st.caption(figures.description(fig))
 
 
+def _style() -> str:
+    """The figures' style for the screen the browser reported (``playground.page`` keeps its
+    name in ``pg_style``: "screen", "projector" or "phone")."""
+    name = st.session_state.get("pg_style")
+    return name if name in cached.STYLES else figures.SCREEN.name
+
+
 def _np(t: torch.Tensor) -> np.ndarray:
     return t.detach().numpy()
 
@@ -90,7 +97,7 @@ def numbers_markdown(values: np.ndarray, axis: str, cols: list[str]) -> str:
 
 
 def _steps_table(ex: Current) -> None:
-    with st.expander("Every step's shape and strides", expanded=True):
+    with st.expander("Every step's shape and strides", expanded=True, key="pg_steps_table"):
         st.markdown(cached.steps_table(ex.x, ex.applied))  # our own text: codes and shapes
 
 
@@ -107,7 +114,8 @@ def _steps_body(ex: Current) -> None:
         # every student of a class)
         head = f"**{i + 1}. {s.title}**: `{s.code}` → shape `{s.shape}`{strides}"
         st.markdown(f"{head}\n\n{s.explanation}")
-        cached.show(cached.step_figure(ex.x, ex.applied, i), key=f"pg_fig_step_{i}")
+        style = _style()
+        cached.show(cached.step_figure(ex.x, ex.applied, i, style), f"pg_fig_step_{i}", style=style)
 
 
 def _trap_note(ex: Current) -> None:
@@ -166,20 +174,20 @@ def cell_section(ex: Current) -> None:
             "Click a cell of `weighted`, or pick it here, to see where its number comes from."
         )
         sb, sh = _controls.cell_controls(b, h)
-        view = cached.cell(ex.x, ex.applied, sb, sh)
+        view = cached.cell(ex.x, ex.applied, sb, sh, _style())
         st.markdown(f"`{view.formula}`")
         st.text(view.equation)  # a plain block: no copy icon over the numbers
     with right:
         st.plotly_chart(
-            cached.figure(cached.result_figure(ex.x, ex.applied)),
+            cached.figure(cached.result_figure(ex.x, ex.applied, _style())),
             key="pg_pick",
             on_select=callback(_on_pick, "pg_"),
             selection_mode="points",
-            config=PLOT_CONFIG,
+            config=cached.plot_config(_style()),
             width="stretch",
             theme=None,
         )
-    cached.show(view.figure, key="pg_fig_cell")
+    cached.show(view.figure, key="pg_fig_cell", style=_style())
 
 
 def forms_section(ex: Current) -> None:
@@ -196,8 +204,8 @@ def forms_section(ex: Current) -> None:
 @_synced
 def mistakes_section(ex: Current) -> None:
     """The gallery of wrong forms, run live; the silent trap beside the right answer."""
-    items, overview = cached.mistakes(ex.x, ex.applied)
-    cached.show(overview, key="pg_fig_mistakes")
+    items, overview = cached.mistakes(ex.x, ex.applied, _style())
+    cached.show(overview, key="pg_fig_mistakes", style=_style())
     labels = [f"{m.code}  ({m.outcome})" for m in items]
     _controls.choose("pg_mistake", range(len(items)), 0)
     i = st.selectbox(
@@ -214,7 +222,8 @@ def mistakes_section(ex: Current) -> None:
         st.code(m.error, language=None, wrap_lines=True)
     if m.variant_note:
         st.caption(m.variant_note)
-    cached.show(cached.mistake_figure(ex.x, ex.applied, i), key="pg_fig_mistake")
+    fig = cached.mistake_figure(ex.x, ex.applied, i, _style())
+    cached.show(fig, key="pg_fig_mistake", style=_style())
 
 
 @st.fragment
@@ -226,21 +235,21 @@ def grad_section(ex: Current) -> None:
     _controls.choose("pg_grad_part", parts, "att_scores")
     part = st.segmented_control("Gradient of", parts, required=True, key="pg_grad_part")
     _controls.remember("pg_grad_part")
-    g = cached.gradients(ex.x, ex.applied, part)
+    g = cached.gradients(ex.x, ex.applied, part, _style())
     st.markdown(g.explanation)
     st.markdown(
         f"Formula: `{g.code}` — {'matches' if g.ok else 'does NOT match'} autograd "
         f"(largest difference {g.max_abs_diff:.1e}). The loss is `weighted.sum()`, so upstream "
         "is all ones."
     )
-    cached.show(g.figure, key="pg_fig_grad")
+    cached.show(g.figure, key="pg_fig_grad", style=_style())
 
 
 def view_section(ex: Current) -> None:
     """expand (a stride-0 view, 0 bytes) beside repeat (a real copy)."""
-    vc = cached.view_copy(ex.applied, ex.shape[2])
+    vc = cached.view_copy(ex.applied, ex.shape[2], _style())
     st.markdown(vc.explanation)
-    cached.show(vc.figure, key="pg_fig_view")
+    cached.show(vc.figure, key="pg_fig_view", style=_style())
 
 
 _SECTIONS: dict[str, Callable[[Current], None]] = {
