@@ -62,7 +62,8 @@ def main(argv: list[str] | None = None) -> int:
 
     def progress(sub: Submission) -> None:
         done.append(sub)
-        print(f"[{len(done)}/{len(submissions)}] {sub.path}", file=sys.stderr)
+        shown = "".join(c if c.isprintable() else "?" for c in str(sub.path))  # no escapes
+        print(f"[{len(done)}/{len(submissions)}] {shown}", file=sys.stderr)
 
     rows, facts = grade(
         submissions, lessons, limits, args.jobs, progress, preload=imports(args.lessons)

@@ -33,6 +33,7 @@ import torch
 
 from attnviz.exercises import CHECKERS, lesson01, lesson02, lesson03
 from attnviz.exercises.engine import Exercise
+from attnviz.exercises.result import CheckResult
 from attnviz.grade import guard
 from attnviz.grade.book import NOT_RUN, Problem
 
@@ -227,6 +228,8 @@ def check(g: guard.Guard, namespace: dict, errors: dict, ex: dict, table: dict) 
     if g.alerts:
         return _problem(Problem.FORBIDDEN, "refused: " + "; ".join(dict.fromkeys(g.alerts)))
     where = flags.get("tampered") or guard.changed(before)
+    if not where and not (type(result) is CheckResult and type(result.message) is str):
+        where = "the checker's result"
     if where:
         return _problem(Problem.TAMPERED, f"it changed {where}")
     if flags.get("memory"):
