@@ -31,7 +31,7 @@ from collections.abc import Callable
 
 import torch
 
-from attnviz.exercises import CHECKERS, lesson01, lesson02, lesson03
+from attnviz.exercises import CHECKERS
 from attnviz.exercises.engine import Exercise
 from attnviz.exercises.result import CheckResult
 from attnviz.grade import guard
@@ -44,10 +44,12 @@ _PYTHON_CELL_MAGICS = frozenset({"%%time", "%%timeit", "%%capture", "%%prun"})
 
 
 def titles() -> dict[str, dict[str, str]]:
-    """{checker name: {mistake key: the title the checker gives it}}, read from the lessons."""
+    """{checker name: {mistake key: the title the checker gives it}}, read from every exercise
+    the checkers' modules define."""
     table: dict[str, dict[str, str]] = {}
-    for module in (lesson01, lesson02, lesson03):
-        for value in vars(module).values():
+    modules = [m for n, m in list(sys.modules.items()) if n.startswith("attnviz.exercises.")]
+    for module in modules:
+        for value in list(vars(module).values()):
             if isinstance(value, Exercise):
                 table[value.name] = {k: e.title for k, e in value.mistakes.items()}
     return table
