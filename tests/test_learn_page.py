@@ -34,10 +34,16 @@ class _Counting:
         return train(config, self.data)
 
 
+class _Idle:
+    def start(self) -> None:  # the page readies the trainer on a first visit: nothing to start here
+        pass
+
+
 @pytest.fixture
 def trainer(monkeypatch):
     fake = _Counting()
     monkeypatch.setattr(worker, "submit", fake)
+    monkeypatch.setattr(worker, "get_worker", lambda: _Idle())
     monkeypatch.setattr(learn, "FRAME_S", 0.0)
     learn.trained.clear()
     yield fake

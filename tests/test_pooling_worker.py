@@ -55,3 +55,13 @@ def test_a_dead_worker_is_replaced(worker):
 
 def test_budget_grows_with_epochs():
     assert cpu_budget_s(TrainConfig(epochs=20)) > cpu_budget_s(TrainConfig(epochs=2))
+
+
+def test_start_readies_the_worker_without_a_job():
+    w = TrainWorker()
+    try:
+        w.start()
+        w.start()  # idempotent
+        assert w.pid is not None and w.jobs_run == 0
+    finally:
+        w.close()

@@ -171,6 +171,16 @@ class TrainWorker:
     def _alive(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
 
+    def start(self) -> None:
+        """Start the worker now, without waiting for it to load torch and the corpus (the first
+        job otherwise starts it and waits); idempotent. Never waits: while a job holds the
+        worker, it is running already."""
+        if self._job_lock.acquire(blocking=False):
+            try:
+                self._ensure_started()
+            finally:
+                self._job_lock.release()
+
     def _ensure_started(self) -> None:
         if self._alive():
             return

@@ -11,6 +11,7 @@ sentence goes through ``vocab.tokenize`` (length-limited) and is shown with ``st
 from __future__ import annotations
 
 import secrets
+import threading
 import time
 
 import pandas as pd
@@ -34,11 +35,15 @@ FRAME_S = 0.08  # between two epochs of the replay after Train
 RUN_CACHE = (256, "16MiB")
 TTL = "2h"
 DEFAULT_SENTENCE = "honestly it was not a boring film"
+RUNS = {"started": 0}  # training runs this server process has started (the page shows it)
+_RUNS_LOCK = threading.Lock()
 
 
 @st.cache_data(max_entries=RUN_CACHE[0], max_size=RUN_CACHE[1], ttl=TTL, show_spinner=False)
 def trained(pooling: str, seed: int, epochs: int, _owner: str | None = None) -> TrainRun:
     """One run per (pooling, seed, epochs), whoever asks (``_owner`` is not part of the key)."""
+    with _RUNS_LOCK:
+        RUNS["started"] += 1  # only a cache miss gets here
     return worker.submit(TrainConfig(pooling=pooling, seed=seed, epochs=epochs), owner=_owner)
 
 
@@ -144,6 +149,10 @@ def _replay(run: TrainRun) -> None:
 
 def _run_view(run: TrainRun) -> None:
     st.markdown(_summary(run))
+    st.caption(
+        f"Training runs on this server since it started: {RUNS['started']}. A configuration "
+        f"trained here before is shared, not trained again."
+    )
     cached.show(_curves(run, run.config.epochs), key="lt_curves")
     epoch = st.slider(
         "Show the weights after epoch",
@@ -231,6 +240,8 @@ def page() -> None:
         "small grammar (3,000 of them, 600 held out for testing); the word that decides each one "
         "moves around, between filler and made-up names."
     )
+    if "lt_owner" not in st.session_state:  # a visitor's first run here: the trainer gets ready
+        worker.get_worker().start()
     pooling, seed, epochs, pressed = learn_controls()
     if pressed:
         st.session_state["lt_shown"] = (pooling, seed, epochs)
