@@ -63,9 +63,15 @@ def before_callbacks(prefix: str, prepare: Callable[[], None]) -> None:
     _PREPARE[prefix] = prepare
 
 
-def callback(fn: Callable[..., None], prefix: str) -> Callable[..., None]:
+def callback(
+    fn: Callable[..., None], prefix: str, *, reset: bool = True, notice: str = ""
+) -> Callable[..., None]:
     """Wrap a widget callback: AttnvizError -> its message kept as the page's notice; any other
-    error -> logged (cut short), this page's state reset and the apology kept as the notice."""
+    error -> logged (cut short), the apology kept as the notice and, with ``reset``, this page's
+    state reset. A page whose state lives elsewhere (the live class: in the class store, which a
+    reset would make this browser leave) passes ``reset=False``. notice: the key the message is
+    kept under (default ``prefix + "notice"``)."""
+    key = notice or f"{prefix}notice"
 
     @functools.wraps(fn)
     def run(*args: object, **kwargs: object) -> None:
@@ -74,14 +80,19 @@ def callback(fn: Callable[..., None], prefix: str) -> Callable[..., None]:
                 _PREPARE[prefix]()
             fn(*args, **kwargs)
         except AttnvizError as e:
-            st.session_state[f"{prefix}notice"] = short(e, 600)
+            st.session_state[key] = short(e, 600)
         except Exception as e:  # Streamlit's rerun/stop are BaseExceptions and pass through
             log_failure(f"callback {fn.__name__}", e)
-            _reset(prefix)
-            st.session_state[f"{prefix}notice"] = (
-                "A control sent a value this page could not use, so the page has been reset "
-                "to its defaults."
-            )
+            if reset:
+                _reset(prefix)
+                st.session_state[key] = (
+                    "A control sent a value this page could not use, so the page has been reset "
+                    "to its defaults."
+                )
+            else:
+                st.session_state[key] = (
+                    "A control sent a value this page could not use: it did nothing. Try again."
+                )
 
     return run
 
