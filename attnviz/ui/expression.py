@@ -248,6 +248,7 @@ def section(
     if s["preview"] is not None:
         value = np.asarray(s["preview"], dtype=np.float64)
         wrong = s["verdict"]["wrong"]
+        phone = st.session_state.get("pg_style") == figures.PHONE.name  # the page's screen
         fig = figures.tensor_figure(
             value,
             title=figures.short_title(expr),  # cut between tokens, never inside one
@@ -255,6 +256,8 @@ def section(
             name="expression",
             highlight=wrong,
             highlight_note="outlined: the cells that differ from weighted" if wrong else None,
+            style=figures.PHONE if phone else None,
         )
-        st.plotly_chart(fig, key="pg_fig_expr", config=PLOT_CONFIG, width="stretch", theme=None)
+        config = {**PLOT_CONFIG, "displayModeBar": False} if phone else PLOT_CONFIG  # no toolbar
+        st.plotly_chart(fig, key="pg_fig_expr", config=config, width="stretch", theme=None)
         st.text(figures.description(fig))  # it quotes the expression: plain text, not Markdown
