@@ -1,11 +1,10 @@
 """A server process's long-lived objects, kept out of the garbage collector's full passes.
 
 What a replica loads once (PyTorch, plotly, pandas, Streamlit and the modules a first page run
-imports lazily: some 400,000 objects) lives as long as the process. Left to the collector, every
-full collection walks all of it again: ~210 ms measured on this 2-core machine, during which the
-replica answers nobody, and in a class that happened every ~45 interactions, so at some random
-moment of every "everyone click now". ``gc.freeze()`` moves what exists to a permanent generation
-that collections skip; afterwards a full pass walks only what sessions and caches made since.
+imports lazily) lives as long as the process. Left to the collector, every full collection walks
+all of it again, and meanwhile the replica answers nobody. ``gc.freeze()`` moves what exists to a
+permanent generation that collections skip; afterwards a full pass walks only what sessions and
+caches made since (before and after, measured: benchmarks/RESULTS-serving-history.md).
 
 ``freeze()`` runs once after the warm-up (``attnviz.ui.warm``) and once after the first page run
 a process serves (app.py), which imports the rest. Nothing that was garbage is kept: each freeze
