@@ -42,7 +42,8 @@ from attnviz.classroom import (
 )
 from attnviz.classroom.deck import Slide
 from attnviz.errors import AttnvizError
-from attnviz.ui import join_link, link, live_question, live_screen
+from attnviz.ui import client, join_link, link, live_members, live_question, live_screen
+from attnviz.ui.boundary import callback
 from attnviz.ui.live_screen import STUDENT_COOKIE, Keep
 from attnviz.ui.safe import inert
 
@@ -55,6 +56,13 @@ UNREACHABLE_MOVE = "Could not reach the class: the slide did not change for anyo
 REVOKED = (
     "Another device now presents this class with a new private link: this one no longer teaches it."
 )
+#: A teacher tab (?class=CODE&host=1) whose browser keeps no valid token: the same words whether
+#: the code names a class or not (the link must not tell).
+NO_KEY = (
+    "This browser keeps no teacher key for this class code: open your private teacher link to "
+    "teach, or join the class with its code."
+)
+PREFIX = "wt_"  # the Walkthrough's keys: what the error boundary resets
 
 
 @st.cache_resource(show_spinner=False)
@@ -66,12 +74,6 @@ def _room(url: str, data_dir: str) -> Classroom:
 def room() -> Classroom:
     """The class store named by ATTNVIZ_CLASS_STORE / ATTNVIZ_DATA_DIR."""
     return _room(os.environ.get("ATTNVIZ_CLASS_STORE", ""), os.environ.get("ATTNVIZ_DATA_DIR", ""))
-
-
-def _client() -> str:
-    """Where the browser connects from, for rate limits ('' when unknown)."""
-    forwarded = (st.context.headers.get("X-Forwarded-For") or "").split(",")[0].strip()
-    return (forwarded or st.context.ip_address or "")[:64]
 
 
 def _ss():
@@ -122,11 +124,10 @@ def init_from_link(params: Mapping[str, str]) -> None:
             ss["wt_code"], ss["wt_token"], ss["wt_remember"] = code, params["teacher"], True
             return
         if params.get("host") == "1":  # the teacher's own tab: the token comes from the browser
-            ss["wt_code"], ss["wt_host"] = code, code
-            ss["wt_follow"] = True
+            ss["wt_host"] = code  # nothing of the class until the browser's token is checked
             return
         me = _student_id(code, params.get("me"))
-        ss["wt_code"] = r.join(code, me, client=_client())
+        ss["wt_code"] = r.join(code, me, client=client.address())
     except ClassError as e:
         ss["wt_notice"] = str(e)
         return
@@ -158,12 +159,16 @@ def screen() -> live_screen.Screen:
     if found.copies > ss.get("wt_copies", 0):
         ss["wt_copies"], ss["wt_copy_note"] = found.copies, "ok" if found.copied else "failed"
     host = ss.get("wt_host", "")
-    if host and found.token:
+    if host and found.reported:
         try:
-            if room().is_teacher(host, found.token):
-                ss["wt_token"], ss["wt_host"], ss["wt_follow"] = found.token, "", False
+            teacher = bool(found.token) and room().is_teacher(host, found.token)
         except ClassError:
-            pass  # the store is out of reach: the next run asks again
+            return found  # the store is out of reach: the next run asks again
+        if teacher:
+            ss["wt_code"], ss["wt_token"], ss["wt_follow"] = host, found.token, False
+        else:
+            ss["wt_notice"] = NO_KEY
+        ss["wt_host"] = ""
     return found
 
 
@@ -193,7 +198,7 @@ def _start(query: str, slide: int, n: int) -> None:
     ss = _ss()
     r = room()
     try:
-        started = r.start(example=query, client=_client())
+        started = r.start(example=query, client=client.address())
         r.move(started.code, started.token, slide, n)
     except ClassError as e:
         ss["wt_notice"] = str(e)
@@ -210,7 +215,7 @@ def _join() -> None:
     except AttnvizError:
         me = secret.new_student()  # the join below says what is wrong with the code
     try:
-        code = room().join(typed, me, ss.get("wt_join_name", ""), client=_client())
+        code = room().join(typed, me, ss.get("wt_join_name", ""), client=client.address())
         record = room().state(code)
     except ClassError as e:
         ss["wt_join_error"] = str(e)
@@ -296,18 +301,35 @@ def tools() -> None:
         st.caption(
             "The link opens this class on its current slide in any browser. It is never shown."
         )
-        st.button("Present only here", key="wt_rotate", on_click=_rotate, icon=":material/key:")
+        st.button(
+            "Present only here",
+            key="wt_rotate",
+            on_click=callback(_rotate, PREFIX, reset=False),
+            icon=":material/key:",
+        )
         st.caption("A new private link: the old one and every other device stop teaching at once.")
         if ss.get("wt_rotated"):
             st.caption("Done: this browser holds the new link.")
         if ss.get("wt_end_confirm"):
             st.warning("End the class now? Everyone leaves it, and its answers are deleted.")
             with st.container(horizontal=True):
-                st.button("Yes, end the class", key="wt_end_yes", on_click=_end, type="primary")
-                st.button("Keep teaching", key="wt_end_no", on_click=_end_cancel)
+                st.button(
+                    "Yes, end the class",
+                    key="wt_end_yes",
+                    on_click=callback(_end, PREFIX, reset=False),
+                    type="primary",
+                )
+                st.button(
+                    "Keep teaching",
+                    key="wt_end_no",
+                    on_click=callback(_end_cancel, PREFIX, reset=False),
+                )
         else:
             st.button(
-                "End the class", key="wt_end", on_click=_end_ask, icon=":material/stop_circle:"
+                "End the class",
+                key="wt_end",
+                on_click=callback(_end_ask, PREFIX, reset=False),
+                icon=":material/stop_circle:",
             )
 
 
@@ -326,14 +348,17 @@ def start_or_join(query: str, n: int) -> None:
             st.button(
                 "Start a live class",
                 key="wt_start",
-                on_click=_start,
+                on_click=callback(_start, PREFIX, reset=False),
                 args=(query, ss["wt_slide"], n),
                 icon=":material/co_present:",
             )
         with cols[1], st.form("wt_join_form", border=False):
             st.text_input("Class code", key="wt_join_code", max_chars=16)
             st.text_input("Your name (optional, shown only as text)", key="wt_join_name")
-            st.form_submit_button("Join the class", on_click=_join)
+            st.form_submit_button(
+                "Join the class",
+                on_click=callback(_join, PREFIX, reset=False, notice="wt_join_error"),
+            )
             if ss.get("wt_join_error"):
                 st.error(inert(ss["wt_join_error"]))
 
@@ -450,23 +475,24 @@ def _status(r: Classroom, record: ClassRecord, teacher: bool, presenters: int) -
     code = format_code(record.code)
     if teacher:
         try:
-            joined, names = r.roster(record.code)
+            members = r.member_list(record.code, ss.get("wt_token", ""))
         except ClassError:
-            joined, names = 0, ()
-        st.markdown(f"**Live class {code}** · you teach · {joined} joined")
-        if names:
-            with st.popover(f"Names ({len(names)})", key="wt_names"):
-                st.text(", ".join(names))  # plain text, never markdown
+            members = ()
+        closed = "" if record.joining else " · closed to new students"
+        st.markdown(f"**Live class {code}** · you teach · {len(members)} joined{closed}")
+        live_members.panel(r, record, members)
         if presenters > 1:
             st.warning(
                 "Another device is presenting this class. If it is not yours, present only "
                 "here: a new private link, and every other device stops teaching at once.",
                 icon=":material/devices:",
             )
-            st.button("Present only here", key="wt_only_here", on_click=_rotate, type="primary")
-        return
-    if ss.get("wt_host"):
-        st.markdown(f"**Live class {code}** · following · open your private teacher link to teach")
+            st.button(
+                "Present only here",
+                key="wt_only_here",
+                on_click=callback(_rotate, PREFIX, reset=False),
+                type="primary",
+            )
         return
     if ss.get("wt_follow"):
         st.markdown(f"**Live class {code}** · following the teacher")
@@ -475,7 +501,7 @@ def _status(r: Classroom, record: ClassRecord, teacher: bool, presenters: int) -
         st.button(
             f"Back to slide {record.slide}",
             key="wt_rejoin",
-            on_click=_rejoin,
+            on_click=callback(_rejoin, PREFIX, reset=False),
             args=(record.slide,),
             icon=":material/sync:",
         )
@@ -494,8 +520,8 @@ def write_link(query: str, slide: int) -> None:
     ss = _ss()
     params = dict(parse_qsl(query))
     params["slide"] = str(slide)
-    if ss.get("wt_code"):
-        params["class"] = ss["wt_code"]
+    if ss.get("wt_code") or ss.get("wt_host"):  # a teacher tab being checked keeps its link
+        params["class"] = ss.get("wt_code") or ss["wt_host"]
         if ss.get("wt_me"):
             params["me"] = ss["wt_me"]
         elif ss.get("wt_token") or ss.get("wt_host"):

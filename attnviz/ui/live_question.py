@@ -12,6 +12,7 @@ import streamlit as st
 
 from attnviz.classroom import ClassError, ClassRecord, Classroom, Kind, Phase, Problem, Question
 from attnviz.classroom.deck import Slide
+from attnviz.ui.boundary import callback
 from attnviz.ui.safe import inert
 
 TYPED_BARS = 6  # the teacher's count shows this many different typed answers (the most given)
@@ -34,7 +35,7 @@ def ask_buttons(
                 "Ask the class",
                 key=f"wt_ask_{q.id}",
                 help=q.prompt,
-                on_click=_teacher_act,
+                on_click=callback(_teacher_act, "wt_", reset=False),
                 args=(r, "ask", q),
                 icon=":material/quiz:",
             )
@@ -50,7 +51,7 @@ def teacher_panel(r: Classroom, record: ClassRecord, question: Question) -> None
             st.button(
                 "Reveal the answer",
                 key="wt_reveal",
-                on_click=_teacher_act,
+                on_click=callback(_teacher_act, "wt_", reset=False),
                 args=(r, "reveal", question),
                 type="primary",
                 icon=":material/visibility:",
@@ -58,7 +59,7 @@ def teacher_panel(r: Classroom, record: ClassRecord, question: Question) -> None
         st.button(
             "Close the question",
             key="wt_close",
-            on_click=_teacher_act,
+            on_click=callback(_teacher_act, "wt_", reset=False),
             args=(r, "close", question),
             icon=":material/close:",
         )
@@ -155,7 +156,11 @@ def student_panel(r: Classroom, record: ClassRecord, question: Question) -> None
             )
         else:
             st.text_input("Your answer, as a tuple", key=f"wt_pick_{question.id}", max_chars=40)
-        st.form_submit_button("Send my answer", on_click=_answer, args=(r, question, mine_key))
+        st.form_submit_button(
+            "Send my answer",
+            on_click=callback(_answer, "wt_", reset=False, notice="wt_answer_error"),
+            args=(r, question, mine_key),
+        )
     if ss.get("wt_answer_error"):
         st.error(inert(ss["wt_answer_error"]))
     if mine:

@@ -23,6 +23,7 @@ from attnviz.classroom import deck
 from attnviz.classroom.question import Question, questions
 from attnviz.errors import AttnvizError
 from attnviz.ui import link, live_class, live_screen
+from attnviz.ui.boundary import callback
 from attnviz.ui.safe import inert
 
 #: The Playground link parameters that describe the example (the rest are its own view).
@@ -254,7 +255,7 @@ def _nav(k: int, n: int) -> None:
         st.button(
             "First",
             key="wt_first",
-            on_click=go_to,
+            on_click=callback(go_to, "wt_", reset=False),
             args=(n,),
             kwargs={"to": 1},
             disabled=k == 1,
@@ -263,7 +264,7 @@ def _nav(k: int, n: int) -> None:
         st.button(
             "Back",
             key="wt_back",
-            on_click=go_to,
+            on_click=callback(go_to, "wt_", reset=False),
             args=(n,),
             kwargs={"to": k - 1},
             disabled=k == 1,
@@ -272,7 +273,7 @@ def _nav(k: int, n: int) -> None:
         st.button(
             "Next",
             key="wt_next",
-            on_click=go_to,
+            on_click=callback(go_to, "wt_", reset=False),
             args=(n,),
             kwargs={"to": k + 1},
             disabled=k == n,
@@ -282,7 +283,7 @@ def _nav(k: int, n: int) -> None:
         st.button(
             "Last",
             key="wt_last",
-            on_click=go_to,
+            on_click=callback(go_to, "wt_", reset=False),
             args=(n,),
             kwargs={"to": n},
             disabled=k == n,
