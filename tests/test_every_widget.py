@@ -119,3 +119,32 @@ def test_a_student_in_a_class_survives_hostile_names_and_answers():
         for value in TEXTS:
             at.text_input(key=key).set_value(value).run()
             _plain(at, f"{key} = {value[:20]!r}")
+
+
+def test_a_teacher_in_a_class_can_press_every_button():
+    """The teacher's controls, each pressed once in a fresh teacher session of one class with a
+    student in it (Remove with that student picked): each run ends in the page."""
+    room = Classroom(open_store())
+    started = room.start()
+    room.join(started.code, "s" * 16, "**Ann** <b>", client="school")
+    link = {"class": started.code, "teacher": started.token}
+    keys = _keys(_open("walkthrough", link).button)
+    assert {"wt_close_joining", "wt_remove"} <= set(keys), keys
+    for key in keys:
+        at = _open("walkthrough", link)
+        found = [b for b in at.button if b.key == key and not b.disabled]
+        if not found:
+            continue
+        if key == "wt_remove":
+            at.selectbox(key="wt_remove_pick").set_value("s" * 16)
+        found[0].click().run()
+        _plain(at, f"the teacher pressing {key}")
+
+
+@pytest.mark.parametrize("code", ["<script>", "ACD-EFG-HJK", "x" * 5000, "ACDEFGHJK\x00"])
+def test_a_teacher_tab_link_with_a_hostile_code_ends_in_the_page(code):
+    at = _open("walkthrough", {"class": code, "host": "1"})
+    at.session_state["wt_screen"] = {"w": 1366, "h": 768, "token": "<script>" * 4}
+    at.run()
+    _plain(at, f"host=1 with {code[:20]!r}")
+    assert not at.session_state["wt_code"]
