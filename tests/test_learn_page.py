@@ -144,3 +144,14 @@ def test_forged_widget_values_are_refused_plainly(values, needle):
 def test_cached_run_holds_no_tensor(trainer):
     run = learn.trained("attention", 0, 2)
     assert all(isinstance(v, np.ndarray) for v in run.state.values())
+
+
+def test_weights_table_holds_the_epochs_numbers(trainer):
+    at = _trained(_app())
+    at.slider(key="lt_epoch_2").set_value(1).run()
+    (config,) = trainer.calls
+    run = train(config, trainer.data)
+    table = next(d.value for d in at.dataframe if "weight" in d.value.columns)
+    first = table[table["sentence"] == 1]
+    assert list(first["word"]) == list(run.watched[0])
+    np.testing.assert_allclose(first["weight"], run.weights[1, 0, : len(run.watched[0])], atol=1e-4)

@@ -163,6 +163,13 @@ def _run_view(run: TrainRun) -> None:
     )
     for s in range(len(run.watched)):
         cached.show(_weights(run, s, epoch), key=f"lt_weights_{s}")
+    with st.expander(f"The weights after epoch {epoch}, as a table"):
+        rows = [
+            {"sentence": s + 1, "position": t, "word": word, "weight": round(float(w), 4)}
+            for s, words in enumerate(run.watched)
+            for t, (word, w) in enumerate(zip(words, run.weights[epoch, s], strict=False))
+        ]
+        st.dataframe(pd.DataFrame(rows), hide_index=True, key="lt_weights_table")
 
 
 def _compare(seed: int, epochs: int) -> None:
