@@ -67,6 +67,19 @@ def test_a_school_whose_members_came_first_joins_after_one_of_it_guessed(store):
         assert room.join(started.code, student, client="school") == started.code
 
 
+def test_guesses_count_for_their_address_while_the_server_is_over_its_count(store):
+    room = _room(
+        store, _mid_window_clock(), failed_joins_per_min=2, failed_joins_per_client_per_min=3
+    )
+    started = room.start(client="teacher")
+    for i in range(2):
+        _refused(Problem.NO_CLASS, room.join, _wrong(started.code), "x" * 16, client=f"g{i}")
+    for _ in range(3):  # the server's count is used up: refused, and counted for the address
+        _refused(Problem.RATE_LIMITED, room.join, _wrong(started.code), "x" * 16, client="guess")
+    _refused(Problem.RATE_LIMITED, room.join, started.code, "x" * 16, client="guess")
+    assert room.join(started.code, "y" * 16, client="fresh") == started.code
+
+
 def test_an_address_over_its_limit_is_told_the_same_of_any_class_it_does_not_know(store):
     room = _room(store, _mid_window_clock(), failed_joins_per_client_per_min=2)
     started = room.start(client="teacher")

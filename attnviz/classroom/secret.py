@@ -2,9 +2,9 @@
 
 A class code is 9 letters and digits from an alphabet without look-alikes (no 0/O, 1/I/L, 5/S, 2/Z,
 8/B, U/V), shown as ``ABC-DEF-GHJ``: 23 symbols, 23**9 ~ 1.8e12 codes. Failed joins are rate-limited
-in the store (``attnviz.classroom.service.LIMITS``: at most 300 a minute for the whole server), so
-over a class's 4-hour life a guesser gets ~72,000 tries: with 1,000 live classes the chance of
-hitting any one of them is ~4e-5.
+in the store per address (``attnviz.classroom.service.LIMITS``: 100 a minute), so over a class's
+4-hour life one address gets 24,000 tries: with 1,000 live classes the chance of hitting any one of
+them is ~1.3e-5 per address.
 
 The teacher token is 32 url-safe characters (192 random bits); the store keeps only its SHA-256, so a
 leaked store does not let anyone move a class. A student id is a random 16-character handle that

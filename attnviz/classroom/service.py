@@ -271,9 +271,11 @@ class Classroom:
         record = self.store.load(code, now)
         over = self._failed(f"joinfail:{client}", self.limits.failed_joins_per_client_per_min, now)
         if record is None:
-            if over or self._failed("joinfail:*", self.limits.failed_joins_per_min, now):
+            busy = self._failed("joinfail:*", self.limits.failed_joins_per_min, now)
+            if not over:  # every guess counts for its address, whatever the server's count
+                self._fail(client, now)
+            if over or busy:
                 raise ClassError(Problem.RATE_LIMITED, "Too many tries; wait a minute and retry.")
-            self._fail(client, now)
             raise ClassError(Problem.NO_CLASS, "No live class has this code. Check it and retry.")
         if over and not self._known(code, client, now):
             raise ClassError(Problem.RATE_LIMITED, "Too many tries; wait a minute and retry.")
