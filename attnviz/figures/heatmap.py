@@ -126,9 +126,18 @@ def square_cells(fig: Draft, *, ratio: float | None = None) -> Draft:
     return fig
 
 
+#: Characters of a figure title per line on a phone (16 px text across a 390 px screen).
+PHONE_TITLE_CHARS = 34
+
+
 def base_layout(fig: Draft, *, title: str, subtitle: str | None = None, height: int) -> None:
-    """Big fonts, white background, title (and subtitle) on top, in the current style."""
+    """Big fonts, white background, title (and subtitle) on top, in the current style. On a phone
+    (a stacking style) a long title is wrapped between words, so it is not cut at the edge."""
     s = current_style()
+    title_lines = 1
+    if s.stack and "<br>" not in title and len(title) > PHONE_TITLE_CHARS:
+        lines = wrap_lines(title, PHONE_TITLE_CHARS)
+        title, title_lines = "<br>".join(lines), len(lines)
     title_dict: dict = {
         "text": title,
         "font": {"size": s.title},
@@ -137,12 +146,13 @@ def base_layout(fig: Draft, *, title: str, subtitle: str | None = None, height: 
         "yref": "container",
         "y": 1.0,
         "yanchor": "top",
-        "pad": {"t": 10},
+        "pad": {"t": 10 + (title_lines - 1) * (s.title + 6)},  # plotly lifts extra lines above
     }
     if subtitle:
         title_dict["subtitle"] = {"text": subtitle, "font": {"size": max(s.font - 2, 12)}}
     sub_lines = subtitle.count("<br>") + 1 if subtitle else 0
     top = s.title * 2 + 46 + sub_lines * (s.font + 10) + (s.font if sub_lines > 1 else 0)
+    top += (title_lines - 1) * (s.title + 6)
     fig.update_layout(
         title=title_dict,
         font={"size": s.font, "family": FONT_FAMILY, "color": "#111111"},
