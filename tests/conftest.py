@@ -104,6 +104,9 @@ FIRST = [
     "test_native.py",
     "test_bench_worker.py",
     "test_grade_class.py",
+    "test_live_class_browser.py",
+    "test_learn_page.py",
+    "test_every_widget.py",
 ]
 
 
@@ -141,6 +144,13 @@ NAMED_GROUPS = {
     "test_hostile.py",
     "test_stclient.py",
     "test_grade_class.py",  # one grading server and 40 notebooks (~15 CPU-s), graded once
+    # each starts one server and one browser (or one worker, one training) for its module
+    "test_pages_browser.py",
+    "test_expression_browser.py",
+    "test_learn_browser.py",
+    "test_learn_page.py",
+    "test_pooling_worker.py",
+    "test_pooling_train.py",
 }
 
 
