@@ -30,6 +30,7 @@ from attnviz.figures import (
     tensor_figure,
     view_copy_figure,
 )
+from attnviz.figures.heatmap import plain_label
 
 # the classic, T == H and all ones in the inner loop; the other edge shapes with the slow tests
 SHAPES = [(2, 3, 5), (3, 4, 4), (1, 1, 1)] + [
@@ -76,7 +77,7 @@ def test_one_dimensional_tensor_is_one_row():
     (hm,) = heatmaps(fig)
     assert z_of(hm).tolist() == [[0.5, -1.0, 2.0]]
     assert fig.layout.xaxis.title.text == "word"
-    assert [list(row) for row in hm.text] == [["0.500", "-1.000", "2.000"]]
+    assert [[plain_label(c) for c in row] for row in hm.text] == [["0.500", "-1.000", "2.000"]]
 
 
 def test_two_dimensional_tensor_labels_sentence_and_word():
@@ -86,7 +87,7 @@ def test_two_dimensional_tensor_labels_sentence_and_word():
     np.testing.assert_allclose(z_of(hm), w.numpy(), rtol=1e-6)
     assert fig.layout.yaxis.title.text == "sentence"
     assert fig.layout.xaxis.title.text == "word"
-    assert hm.text[0][1] == "0.528"
+    assert plain_label(hm.text[0][1]) == "0.528"
 
 
 @pytest.mark.parametrize("shape", SHAPES)
@@ -105,7 +106,7 @@ def test_three_dimensional_tensor_has_one_panel_per_sentence(shape):
 def test_every_cell_shows_its_number():
     x, _ = random_inputs(2, 3, 4)
     for b, hm in enumerate(heatmaps(tensor_figure(x, title="x"))):
-        shown = np.array([[float(s) for s in row] for row in hm.text])
+        shown = np.array([[float(plain_label(s)) for s in row] for row in hm.text])
         np.testing.assert_allclose(shown, x[b].numpy(), atol=5e-4 + 1e-9, rtol=0)
 
 
@@ -136,7 +137,7 @@ def test_fonts_are_big_enough_for_a_projector():
 
 def test_nan_cell_is_blank_but_labelled():
     (hm,) = heatmaps(tensor_figure(torch.tensor([[1.0, float("nan")]]), title="w"))
-    assert hm.z[0][1] is None and hm.text[0][1] == "nan"
+    assert hm.z[0][1] is None and plain_label(hm.text[0][1]) == "nan"
 
 
 # ---------------------------------------------------------------- broadcast marks
@@ -380,10 +381,12 @@ def test_story_outlines_the_cells_feeding_one_result(shape):
     solid = [s for s in product.layout.shapes if s.line.dash is None and s.line.width == 4]
     assert len(solid) == t
     hm = heatmaps(product)[b - 1]
-    bold = [[c.startswith("<b>") for c in row] for row in hm.text]
+    bold = [[plain_label(c).startswith("<b>") for c in row] for row in hm.text]
     assert bold == [[j == h - 1 for j in range(h)] for _ in range(t)]
     assert f"they feed weighted[{b - 1}, {h - 1}]" in description(product)
-    result_bold = [c for row in heatmaps(figs[7])[0].text for c in row if c.startswith("<b>")]
+    result_bold = [
+        c for row in heatmaps(figs[7])[0].text for c in row if plain_label(c).startswith("<b>")
+    ]
     assert len(result_bold) == 1
 
 

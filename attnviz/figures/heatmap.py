@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 import math
+import re
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -17,6 +18,7 @@ from torch import Tensor
 
 from attnviz.errors import AttnvizError
 from attnviz.examples import AXIS_NAMES
+from attnviz.figures.contrast import BLACK, label_color, scale_color
 from attnviz.figures.draft import Draft, figure_builder, heatmaps
 from attnviz.figures.style import (
     FONT_FAMILY,
@@ -215,19 +217,42 @@ def _stretched_mask(shape: tuple[int, ...], stretched: Sequence[int]) -> np.ndar
     return mask
 
 
+def label_span(text: str, color: str) -> str:
+    """A cell's label in color: BLACK is the trace's own text colour; WHITE wraps every line
+    (plotly's pseudo-HTML <span style>) so the colour holds across the <br>."""
+    if color == BLACK:
+        return text
+    return "<br>".join(f'<span style="color:{color}">{line}</span>' for line in text.split("<br>"))
+
+
+_SPAN = re.compile(r"</?span[^>]*>")
+
+
+def plain_label(text: str) -> str:
+    """A cell's label without its colour spans: the number (bold, glyph) as written."""
+    return _SPAN.sub("", text)
+
+
 def _cell_text(
-    arr2: np.ndarray, mask2: np.ndarray | None, digits: int, bold2: np.ndarray | None = None
+    arr2: np.ndarray,
+    mask2: np.ndarray | None,
+    digits: int,
+    bold2: np.ndarray | None = None,
+    zrange: tuple[float, float] = (-1.0, 1.0),
 ) -> list[list[str]]:
+    """Every cell's label, black or white by the colour the scale gives its value (>= 4.5:1)."""
     rows = []
     for i in range(arr2.shape[0]):
         row = []
         for j in range(arr2.shape[1]):
-            s = fmt(float(arr2[i, j]), digits)
+            v = float(arr2[i, j])
+            s = fmt(v, digits)
             if bold2 is not None and bold2[i, j]:
                 s = f"<b>{s}</b>"
             if mask2 is not None and mask2[i, j]:
                 s = f"{s}<br>{STRETCH_GLYPH}"
-            row.append(s)
+            background = scale_color(COLORSCALE, v, *zrange)
+            row.append(label_span(s, label_color(background)))
         rows.append(row)
     return rows
 
@@ -273,9 +298,9 @@ def heatmap_trace(
         colorscale=COLORSCALE,
         showscale=show_scale,
         colorbar=colorbar(zmin, zmax) if show_scale else None,
-        text=_cell_text(arr2, mask2, digits, bold2),
+        text=_cell_text(arr2, mask2, digits, bold2, (zmin, zmax)),
         texttemplate="%{text}",
-        textfont={"size": _cell_font(arr2.size, cols)},
+        textfont={"size": _cell_font(arr2.size, cols), "color": BLACK},
         xgap=2,
         ygap=2,
         name=name,
