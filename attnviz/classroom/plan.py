@@ -20,10 +20,14 @@ The built-in five are ``questions/default.toml``.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import functools
 import re
+import zlib
 from dataclasses import dataclass
 from importlib import resources
+from urllib.parse import parse_qsl, urlencode
 
 import tomllib
 import torch
@@ -477,3 +481,41 @@ def build_questions(plan: Plan, net_output: Tensor, att_scores: Tensor) -> tuple
             )
         )
     return tuple(out)
+
+
+# ---- a plan inside a class record ------------------------------------------------------------------
+
+PLAN_PARAM = "plan"  # the class's example string carries its plan under this key
+
+
+def pack(text: str) -> str:
+    """A plan's text -> a short URL-safe string (deflated, base64)."""
+    return base64.urlsafe_b64encode(zlib.compress(text.encode("utf-8"), 9)).decode("ascii")
+
+
+def unpack(packed: str) -> str:
+    """pack's inverse, bounded: PlanError for anything else or anything over MAX_PLAN_BYTES."""
+    try:
+        raw = base64.urlsafe_b64decode(packed.encode("ascii"))
+        inflate = zlib.decompressobj()
+        text = inflate.decompress(raw, MAX_PLAN_BYTES + 1)
+    except (ValueError, binascii.Error, zlib.error, UnicodeEncodeError):
+        raise PlanError("The class's plan could not be read.") from None
+    if len(text) > MAX_PLAN_BYTES or inflate.unconsumed_tail:
+        raise PlanError(f"The class's plan is larger than {MAX_PLAN_BYTES:,} bytes.")
+    return text.decode("utf-8", "replace")
+
+
+def with_plan(example: str, text: str | None) -> str:
+    """A class's example string (a Playground query) carrying the plan's text (None: the
+    built-in plan, carried as nothing)."""
+    if text is None:
+        return example
+    extra = urlencode({PLAN_PARAM: pack(text)})
+    return f"{example}&{extra}" if example else extra
+
+
+def plan_of(example: str) -> Plan:
+    """The plan a class's example string carries (the built-in one when it carries none)."""
+    packed = dict(parse_qsl(example)).get(PLAN_PARAM)
+    return default_plan() if packed is None else parse_plan(unpack(packed))

@@ -33,16 +33,25 @@ from attnviz.classroom import (
     ClassError,
     ClassRecord,
     Classroom,
-    Phase,
     Problem,
     Question,
     format_code,
     open_store,
+    peer,
     secret,
 )
 from attnviz.classroom.deck import Slide
 from attnviz.errors import AttnvizError
-from attnviz.ui import client, join_link, link, live_members, live_question, live_screen
+from attnviz.ui import (
+    client,
+    join_link,
+    link,
+    live_members,
+    live_plan,
+    live_question,
+    live_results,
+    live_screen,
+)
 from attnviz.ui.boundary import callback
 from attnviz.ui.live_screen import STUDENT_COOKIE, Keep
 from attnviz.ui.safe import inert
@@ -197,8 +206,11 @@ def moved(slide: int, n: int) -> bool:
 def _start(query: str, slide: int, n: int) -> None:
     ss = _ss()
     r = room()
+    example = live_plan.with_picked(query)  # the picked plan travels with the class
+    if example is None:
+        return
     try:
-        started = r.start(example=query, client=client.address())
+        started = r.start(example=example, client=client.address())
         r.move(started.code, started.token, slide, n)
     except ClassError as e:
         ss["wt_notice"] = str(e)
@@ -310,6 +322,7 @@ def tools() -> None:
         st.caption("A new private link: the old one and every other device stop teaching at once.")
         if ss.get("wt_rotated"):
             st.caption("Done: this browser holds the new link.")
+        live_results.section()  # before the end: the summary, the downloads, the plan
         if ss.get("wt_end_confirm"):
             st.warning("End the class now? Everyone leaves it, and its answers are deleted.")
             with st.container(horizontal=True):
@@ -345,6 +358,7 @@ def start_or_join(query: str, n: int) -> None:
         cols = st.columns(2)
         with cols[0]:
             st.markdown("**Teacher**: students follow your slides and answer questions.")
+            live_plan.picker()
             st.button(
                 "Start a live class",
                 key="wt_start",
@@ -366,9 +380,10 @@ def start_or_join(query: str, n: int) -> None:
 def _asked(record: ClassRecord, qs: tuple[Question, ...]) -> Question | None:
     """The question this session shows beside the slide now (None for none)."""
     ss = _ss()
-    if record.phase is Phase.NONE or not (ss.get("wt_token") or ss.get("wt_me")):
+    a = peer.asked(record)
+    if a is None or not (ss.get("wt_token") or ss.get("wt_me")):
         return None
-    return next((q for q in qs if q.id == record.question), None)
+    return next((q for q in qs if q.id == a.id), None)
 
 
 def question_beside(qs: tuple[Question, ...], phone: bool) -> bool:
@@ -450,6 +465,8 @@ def live(n: int, slides: tuple[Slide, ...], qs: tuple[Question, ...]) -> None:
     if (
         ss.get("wt_slide") != ss.get("wt_shown")  # the page shows another slide: redraw it
         or (ss.get("wt_wide") and (question is not None) != bool(ss.get("wt_side")))
+        or (question is not None and live_question.cover(record, True) is not None)
+        != bool(ss.get("wt_covered"))  # a question covers the slides, or stops covering them
         or ss.pop("wt_reload", False)
     ):
         st.rerun()

@@ -1,6 +1,11 @@
-"""The live class's check-in question: the teacher's panel (ask, the live count, reveal, close) and a
-student's (the answer form, then whether they were right). Drawn by the live class's poll
-(``attnviz.ui.live_class.live``) every second; every answer is parsed by ``attnviz.classroom``.
+"""The live class's check-in question, peer instruction style: the teacher asks before the slide
+that answers it, the room votes with no counts on any screen, the teacher shows the votes when
+they choose, the room may vote again after discussing (round 1 kept, both shown side by side),
+and the reveal explains the right answer and each common wrong answer by the mistake it comes from.
+
+Drawn by the live class's poll (``attnviz.ui.live_class.live``) every second; the rules live in
+``attnviz.classroom.peer``. A question's text comes from a plan a teacher may have written: it is
+shown escaped in HTML or with ``st.text``/``st.code``, never as Markdown.
 """
 
 from __future__ import annotations
@@ -10,44 +15,112 @@ import time
 
 import streamlit as st
 
-from attnviz.classroom import ClassError, ClassRecord, Classroom, Kind, Phase, Problem, Question
+from attnviz.classroom import ClassError, ClassRecord, Classroom, Kind, Problem, Question, peer
 from attnviz.classroom.deck import Slide
 from attnviz.ui.boundary import callback
 from attnviz.ui.safe import inert
 
-TYPED_BARS = 6  # the teacher's count shows this many different typed answers (the most given)
+TYPED_BARS = 6  # the count shows this many different typed answers (the most given)
+EXPLAINED = 3  # the reveal explains this many of the most frequent wrong answers
 #: Server CPU seconds spent in the last answer this session recorded (the closing note measures it).
 LAST_ANSWER_CPU = "wt_answer_cpu"
+COVER = "The slide follows the vote: predict first."
+
+_STYLE = (
+    "<style>.wt-bar{display:flex;align-items:center;gap:.6rem;font-size:1.25rem;margin:.2rem 0}"
+    ".wt-room{visibility:hidden}"
+    ".wt-label{flex:0 0 45%}.wt-track{flex:1;background:#eee;height:1.4rem}"
+    ".wt-fill{display:block;height:100%;background:#2166ac}"
+    ".wt-right .wt-fill{background:#1a7f37}.wt-right{font-weight:700}"
+    ".wt-code{font:700 2.6rem monospace;letter-spacing:.15em}"
+    ".wt-rounds{display:flex;gap:1.5rem;flex-wrap:wrap}.wt-round{flex:1 1 16rem}"
+    ".wt-prompt{font-size:1.35rem;margin:.2rem 0 .4rem}"
+    ".wt-needs{font:1.1rem monospace;background:#f3f3f3;padding:.3rem .5rem;white-space:pre-wrap}"
+    "@media (max-width:640px){.wt-bar{font-size:1rem;flex-wrap:wrap}"
+    ".wt-label{flex:1 0 100%}}</style>"
+)
 
 
 # ---- questions --------------------------------------------------------------------------------------
 
 
+def offered(record: ClassRecord, slides: tuple[Slide, ...], qs: tuple[Question, ...]):
+    """The questions the teacher may ask on the class's slide: those asked before this slide or
+    before the next one (so each is asked before the slide that answers it)."""
+    k = min(max(record.slide, 1), len(slides))
+    here = {s.key for s in slides[k - 1 : k + 1]}
+    return [q for q in qs if q.slide in here]
+
+
 def ask_buttons(
     r: Classroom, record: ClassRecord, slides: tuple[Slide, ...], qs: tuple[Question, ...]
 ) -> None:
-    """The teacher's "Ask the class" button for each question of the class's slide (its prompt
-    in the tooltip: the slide stays where it is until the question opens)."""
-    here = slides[min(max(record.slide, 1), len(slides)) - 1].key
-    for q in qs:
-        if q.slide == here:
-            st.button(
-                "Ask the class",
-                key=f"wt_ask_{q.id}",
-                help=q.prompt,
-                on_click=callback(_teacher_act, "wt_", reset=False),
-                args=(r, "ask", q),
-                icon=":material/quiz:",
-            )
+    """The teacher's "Ask the class" button for each question offered on this slide (its prompt
+    in the tooltip: nothing of it is on the projector until it opens)."""
+    several = len(offered(record, slides, qs)) > 1
+    for q in offered(record, slides, qs):
+        st.button(
+            f"Ask the class: question {qs.index(q) + 1}" if several else "Ask the class",
+            key=f"wt_ask_{q.id}",
+            help=q.prompt,
+            on_click=callback(_teacher_act, "wt_", reset=False),
+            args=(r, "ask", q),
+            icon=":material/quiz:",
+        )
+
+
+def card_html(question: Question) -> str:
+    """The question and what it needs (the code it is about), escaped."""
+    needs = f'<div class="wt-needs">{html.escape(question.needs)}</div>' if question.needs else ""
+    return (
+        _STYLE
+        + f'<div class="wt-prompt"><b>Question:</b> {html.escape(question.prompt)}</div>'
+        + needs
+    )
+
+
+def cover(record: ClassRecord | None, in_class: bool) -> peer.Asked | None:
+    """The question on screen while its answer must not be (open, or its votes shown): then every
+    screen of the class shows the question instead of any slide."""
+    a = peer.asked(record) if record is not None and in_class else None
+    return a if a is not None and a.stage is not peer.Stage.REVEALED else None
 
 
 def teacher_panel(r: Classroom, record: ClassRecord, question: Question) -> None:
-    """The open (or revealed) question: its prompt, the live count, Reveal and Close."""
-    st.markdown(f"**Question:** {question.prompt}")
-    tally = r.tally(record.code, question)
-    _bars(question, tally.counts, tally.total, revealed=record.phase is Phase.REVEALED)
+    """The question on screen: its card, then by stage the number answered (open), the votes
+    (shown), both rounds, the answer and the wrong answers explained (revealed); the buttons."""
+    a = peer.asked(record)
+    st.html(card_html(question))
+    joined = r.members(record.code)
+    rounds = peer.rounds(r, record.code, question, joined)
+    if a.stage is peer.Stage.OPEN:
+        now = rounds[a.round - 1] if a.round <= len(rounds) else None
+        answered = now.answered if now else 0
+        st.html(
+            f'<div class="wt-total" role="status">{answered} of {max(joined, answered)} answered'
+            f"{' (round 2: vote again after discussing)' if a.round > 1 else ''}</div>"
+            + '<div class="wt-hidden">The votes are hidden until you show them.</div>'
+        )
+    else:
+        st.html(rounds_html(question, rounds, revealed=a.stage is peer.Stage.REVEALED))
     with st.container(horizontal=True):
-        if record.phase is Phase.OPEN:
+        if a.stage is peer.Stage.OPEN:
+            st.button(
+                "Show the votes",
+                key="wt_show",
+                on_click=callback(_teacher_act, "wt_", reset=False),
+                args=(r, "show", question),
+                icon=":material/bar_chart:",
+            )
+        if a.stage is peer.Stage.VOTES and a.round < peer.ROUNDS:
+            st.button(
+                "Vote again after discussing",
+                key="wt_again",
+                on_click=callback(_teacher_act, "wt_", reset=False),
+                args=(r, "again", question),
+                icon=":material/forum:",
+            )
+        if a.stage is not peer.Stage.REVEALED:
             st.button(
                 "Reveal the answer",
                 key="wt_reveal",
@@ -63,29 +136,44 @@ def teacher_panel(r: Classroom, record: ClassRecord, question: Question) -> None
             args=(r, "close", question),
             icon=":material/close:",
         )
-    if record.phase is Phase.REVEALED:
-        st.success(f"Answer: {question.label(question.answer)}. {question.why}")
+    if a.stage is peer.Stage.REVEALED:
+        _explained(question, rounds[-1])
+
+
+def _explained(question: Question, last: peer.Round) -> None:
+    """The right answer and why, then each of the most frequent wrong answers explained."""
+    st.success(inert(f"Answer: {question.label(question.answer)}. {question.why}"))
+    wrong = [row for row in last.rows if not row.right][:EXPLAINED]
+    for row in wrong:
+        st.text(f"{row.label} ({row.count}): {row.why or 'no known mistake gives this answer.'}")
 
 
 def _teacher_act(r: Classroom, action: str, question: Question) -> None:
     ss = st.session_state
+    code, token = ss["wt_code"], ss["wt_token"]
     try:
         if action == "ask":
-            r.ask(ss["wt_code"], ss["wt_token"], question)
+            peer.ask(r, code, token, question)
+        elif action == "show":
+            peer.show_votes(r, code, token)
+        elif action == "again":
+            peer.again(r, code, token, question)
         elif action == "reveal":
-            r.reveal(ss["wt_code"], ss["wt_token"])
+            peer.reveal(r, code, token)
         else:
-            r.close_question(ss["wt_code"], ss["wt_token"])
+            r.close_question(code, token)
     except ClassError as e:
         ss["wt_notice"] = str(e)
 
 
-def bars_html(question: Question, counts, total: int, *, revealed: bool) -> str:
-    """The live count as a bar chart in plain HTML (cheap to redraw every second).
+def bars_html(
+    question: Question, counts, total: int, *, revealed: bool, total_line: bool = True
+) -> str:
+    """One round's count as a bar chart in plain HTML (cheap to redraw every second).
 
     A typed answer gets a bar of its own, up to TYPED_BARS of them (the most given first); the
     chart always has room for that many, so the slide below it stays put on the projector while
-    new answers come in."""
+    new answers come in. Each bar says its count and its share of those who answered."""
     shown = dict(counts)
     choice = question.kind is Kind.CHOICE
     labels = [str(i) for i in range(len(question.choices))] if choice else []
@@ -94,12 +182,13 @@ def bars_html(question: Question, counts, total: int, *, revealed: bool) -> str:
     rows = []
     for a in labels:
         right = revealed and a == question.answer
-        width = 100 * shown.get(a, 0) / most
+        n = shown.get(a, 0)
+        share = f" ({100 * n / total:.0f}%)" if total else ""
         rows.append(
             f'<div class="wt-bar{" wt-right" if right else ""}"><span class="wt-label">'
             f"{html.escape(question.label(a))}{' ✓' if right else ''}</span>"
-            f'<span class="wt-track"><span class="wt-fill" style="width:{width:.0f}%"></span>'
-            f"</span><b>{shown.get(a, 0)}</b></div>"
+            f'<span class="wt-track"><span class="wt-fill" style="width:{100 * n / most:.0f}%">'
+            f"</span></span><b>{n}</b>{share}</div>"
         )
     if not choice:  # room for the answers not given yet: rows like the others, not shown
         room = (
@@ -108,43 +197,78 @@ def bars_html(question: Question, counts, total: int, *, revealed: bool) -> str:
         )
         rows += [room] * (TYPED_BARS - len(labels))
     return (
-        "<style>.wt-bar{display:flex;align-items:center;gap:.6rem;font-size:1.25rem;margin:.2rem 0}"
-        ".wt-room{visibility:hidden}"
-        ".wt-label{flex:0 0 45%}.wt-track{flex:1;background:#eee;height:1.4rem}"
-        ".wt-fill{display:block;height:100%;background:#2166ac}"
-        ".wt-right .wt-fill{background:#1a7f37}.wt-right{font-weight:700}"
-        ".wt-code{font:700 2.6rem monospace;letter-spacing:.15em}"
-        "@media (max-width:640px){.wt-bar{font-size:1rem;flex-wrap:wrap}"
-        ".wt-label{flex:1 0 100%}}</style>"
-        f'<div class="wt-bars" role="img" aria-label="{total} answers">'
-        + f'<div class="wt-total">{total} answered</div>'  # above the bars: the room is below
+        _STYLE
+        + f'<div class="wt-bars" role="img" aria-label="{total} answers">'
+        + (f'<div class="wt-total">{total} answered</div>' if total_line else "")
         + "".join(rows)
         + "</div>"
     )
 
 
-def _bars(question: Question, counts, total: int, *, revealed: bool) -> None:
-    st.html(bars_html(question, counts, total, revealed=revealed))
+def rounds_html(question: Question, rounds: tuple[peer.Round, ...], *, revealed: bool) -> str:
+    """Every round's votes side by side: 'Round n · N of M answered · p% right' over its bars."""
+    cols = []
+    for r in rounds:
+        counts = tuple((a, n) for a, n in _canonical_counts(question, r))
+        right = f" · {r.percent_right:.0f}% right" if revealed else ""
+        cols.append(
+            f'<div class="wt-round"><div class="wt-head"><b>Round {r.round}</b> · '
+            f"{peer.answered_line(r)}{right}</div>"
+            + bars_html(question, counts, r.answered, revealed=revealed, total_line=False)[
+                len(_STYLE) :
+            ]
+            + "</div>"
+        )
+    return _STYLE + '<div class="wt-rounds">' + "".join(cols) + "</div>"
+
+
+def _canonical_counts(question: Question, r: peer.Round):
+    """A round's rows back as (canonical answer, count), for the bars."""
+    by_label = {question.label(c): c for c in _known(question)}
+    return [(by_label.get(row.label, row.label), row.count) for row in r.rows]
+
+
+def _known(question: Question) -> list[str]:
+    if question.kind is Kind.CHOICE:
+        return [str(i) for i in range(len(question.choices))]
+    return []
 
 
 def student_panel(r: Classroom, record: ClassRecord, question: Question) -> None:
+    """A student's side: the card and the answer form (open), the votes (shown), and at the
+    reveal whether they were right, with their own mistake explained."""
     ss = st.session_state
-    mine_key = f"wt_mine_{record.code}_{question.id}"
+    a = peer.asked(record)
+    mine_key = f"wt_mine_{record.code}_{peer.key(question.id, a.round)}"
     if mine_key not in ss:
-        ss[mine_key] = r.my_answer(record.code, ss.get("wt_me", ""), question) or ""
+        ss[mine_key] = peer.my_answer(r, record.code, ss.get("wt_me", ""), question, a.round) or ""
     mine = ss[mine_key]
-    st.markdown(f"**Question:** {question.prompt}")
-    if record.phase is Phase.REVEALED:
+    st.html(card_html(question))
+    if a.stage is not peer.Stage.OPEN:
+        rounds = peer.rounds(r, record.code, question, r.members(record.code))
+        st.html(rounds_html(question, rounds, revealed=a.stage is peer.Stage.REVEALED))
+    if a.stage is peer.Stage.REVEALED:
+        answer = question.label(question.answer)
         if not mine:
-            st.info(f"The answer: {question.label(question.answer)}. {question.why}")
+            st.info(inert(f"The answer: {answer}. {question.why}"))
         elif mine == question.answer:
-            st.success(f"Right: {question.label(mine)}. {question.why}")
+            st.success(inert(f"Right: {question.label(mine)}. {question.why}"))
         else:
             st.error(
-                f"Not this time: you answered {question.label(mine)}; the answer is "
-                f"{question.label(question.answer)}. {question.why}"
+                inert(
+                    f"Not this time: you answered {question.label(mine)}; the answer is "
+                    f"{answer}. {question.why}"
+                )
             )
+            if question.explain(mine):
+                st.text(question.explain(mine))
         return
+    if a.stage is peer.Stage.VOTES:
+        if mine:
+            st.caption(f"Your answer: {inert(question.label(mine))}")
+        return
+    if a.round > 1:
+        st.caption("Round 2: vote again after discussing with your neighbour.")
     with st.form(f"wt_answer_{question.id}", border=False):
         if question.kind is Kind.CHOICE:
             st.radio(
@@ -154,8 +278,12 @@ def student_panel(r: Classroom, record: ClassRecord, question: Question) -> None
                 key=f"wt_pick_{question.id}",
                 index=None,
             )
-        else:
+        elif question.kind is Kind.SHAPE:
             st.text_input("Your answer, as a tuple", key=f"wt_pick_{question.id}", max_chars=40)
+        elif question.kind is Kind.NUMBER:
+            st.text_input("Your answer, a number", key=f"wt_pick_{question.id}", max_chars=20)
+        else:
+            st.text_input("Your expression", key=f"wt_pick_{question.id}", max_chars=200)
         st.form_submit_button(
             "Send my answer",
             on_click=callback(_answer, "wt_", reset=False, notice="wt_answer_error"),
@@ -164,15 +292,17 @@ def student_panel(r: Classroom, record: ClassRecord, question: Question) -> None
     if ss.get("wt_answer_error"):
         st.error(inert(ss["wt_answer_error"]))
     if mine:
-        st.caption(f"Your answer: {question.label(mine)} (you can change it until the reveal)")
+        st.caption(
+            f"Your answer: {inert(question.label(mine))} (you can change it until the reveal)"
+        )
 
 
 def _answer(r: Classroom, question: Question, mine_key: str) -> None:
     started = time.process_time()
     ss = st.session_state
     try:
-        canonical = r.answer(
-            ss["wt_code"], ss.get("wt_me", ""), question, ss.get(f"wt_pick_{question.id}")
+        canonical = peer.answer(
+            r, ss["wt_code"], ss.get("wt_me", ""), question, ss.get(f"wt_pick_{question.id}")
         )
     except ClassError as e:
         ss["wt_answer_error"] = str(e) if e.problem is not Problem.NO_CLASS else "The class ended."
@@ -180,3 +310,19 @@ def _answer(r: Classroom, question: Question, mine_key: str) -> None:
     ss["wt_answer_error"] = ""
     ss[mine_key] = canonical
     ss[LAST_ANSWER_CPU] = time.process_time() - started
+
+
+def covered(r: Classroom) -> bool:
+    """Whether this session's slides are covered now: it is in a class (a teacher or a student)
+    whose question is open or shows its votes. Kept in ``wt_covered`` for the poll; when the store
+    is out of reach, the last answer stands."""
+    ss = st.session_state
+    code = ss.get("wt_code", "")
+    if not code or not (ss.get("wt_token") or ss.get("wt_me")):
+        ss["wt_covered"] = False
+        return False
+    try:
+        ss["wt_covered"] = cover(r.state(code), True) is not None
+    except ClassError:
+        ss["wt_covered"] = bool(ss.get("wt_covered"))
+    return ss["wt_covered"]

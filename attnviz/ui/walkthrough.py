@@ -22,7 +22,7 @@ from attnviz import examples, figures
 from attnviz.classroom import deck
 from attnviz.classroom.question import Question, questions
 from attnviz.errors import AttnvizError
-from attnviz.ui import link, live_class, live_screen
+from attnviz.ui import link, live_class, live_plan, live_question, live_screen
 from attnviz.ui.boundary import callback
 from attnviz.ui.safe import inert
 
@@ -323,25 +323,31 @@ def page() -> None:
     k = ss["wt_slide"]
     ss["wt_shown"] = k
     slide = slides[k - 1]
-    qs = _questions(query)
+    qs = live_plan.class_questions(_questions(query))  # the class's plan, in a class
+    covered = live_question.covered(live_class.room())  # every screen of the class
     _nav(k, n)
     beside = live_class.question_beside(qs, screen.phone)  # a question on screen, not a phone
     live_class.panel(query, n, slides, qs)  # only while in a class
     main, side = st.columns([3, 2], gap="medium") if beside else (st.container(), None)
     with main:
-        with st.container(key="wt_title"):
-            st.markdown(f"## {k}. {slide.title}")
-        _code(slide, screen.phone)
-        with st.container(key="wt_narration"):
-            st.markdown(slide.narration)
-        above = live_class.height_above(screen.w)
-        style, height = figure_fit(screen, slide, above, SLIDE_SHARE if beside else 1.0)
-        spec, text = _figure(query, k - 1, style.name, height)
-        st.plotly_chart(
-            spec, key="wt_fig", config=PLOT_CONFIG, width="stretch", theme=None, alt=text
-        )
-        with st.expander("Text description of the figure", key="wt_description"):
-            st.text(text)
+        if covered:  # a question is open: no slide (its answer may be there) until the vote
+            with st.container(key="wt_title"):
+                st.markdown(f"## {k}. Predict first")
+            st.caption(live_question.COVER)
+        else:
+            with st.container(key="wt_title"):
+                st.markdown(f"## {k}. {slide.title}")
+            _code(slide, screen.phone)
+            with st.container(key="wt_narration"):
+                st.markdown(slide.narration)
+            above = live_class.height_above(screen.w)
+            style, height = figure_fit(screen, slide, above, SLIDE_SHARE if beside else 1.0)
+            spec, text = _figure(query, k - 1, style.name, height)
+            st.plotly_chart(
+                spec, key="wt_fig", config=PLOT_CONFIG, width="stretch", theme=None, alt=text
+            )
+            with st.expander("Text description of the figure", key="wt_description"):
+                st.text(text)
     if side is not None:
         with side:
             live_class.live(n, slides, qs)  # the poll, with the question beside the slide

@@ -1,0 +1,110 @@
+"""The class's plan in the Walkthrough: the teacher picks one when starting a class (the built-in
+questions, a file from the folder the operator configures with ``ATTNVIZ_PLAN_DIR``, or an
+upload), and every screen of the class asks the plan's questions.
+
+A plan travels in the class record (``attnviz.classroom.plan.with_plan``), so every replica and
+every student builds the same questions; an upload is bounded in size and parsed strictly before
+anything is started with it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from urllib.parse import parse_qsl
+
+import streamlit as st
+
+from attnviz.classroom import ClassError, Question, plan
+from attnviz.classroom.service import MAX_EXAMPLE_CHARS
+from attnviz.errors import AttnvizError
+from attnviz.ui import link
+from attnviz.ui.safe import inert
+
+BUILTIN = "The built-in questions"
+UPLOAD = "A plan file I upload"
+MAX_FOLDER_FILES = 50
+
+
+def folder_plans() -> dict[str, Path]:
+    """name -> path of the .toml plans in the operator's folder (none when it is not set)."""
+    folder = os.environ.get("ATTNVIZ_PLAN_DIR", "")
+    if not folder or not Path(folder).is_dir():
+        return {}
+    found = sorted(p for p in Path(folder).glob("*.toml") if p.is_file())[:MAX_FOLDER_FILES]
+    return {p.stem: p for p in found}
+
+
+@st.cache_resource(max_entries=32, show_spinner=False)
+def _built(example: str) -> tuple[Question, ...]:
+    """A class's questions: its plan built on its example (computed once per server)."""
+    from attnviz.ui.walkthrough import example_tensors  # the page owns the example's format
+
+    query = link.example_query(dict(parse_qsl(example)))
+    return plan.build_questions(plan.plan_of(example), *example_tensors(query))
+
+
+def class_questions(default: tuple[Question, ...]) -> tuple[Question, ...]:
+    """The questions of the class this session is in (its plan's), else default."""
+    ss = st.session_state
+    if not ss.get("wt_code"):
+        return default
+    from attnviz.ui.live_class import room
+
+    try:
+        return _built(room().state(ss["wt_code"]).example)
+    except (ClassError, AttnvizError):
+        return default  # the poll says when the class is gone
+
+
+def class_plan_text() -> str:
+    """The TOML of the plan of the class this session is in (what "Save as a plan" downloads)."""
+    from attnviz.ui.live_class import room
+
+    try:
+        return plan.plan_of(room().state(st.session_state["wt_code"]).example).text
+    except (ClassError, plan.PlanError, KeyError):
+        return plan.default_plan_text()
+
+
+def picker() -> None:
+    """Which plan the next class starts with: the built-in one, the operator's, or an upload."""
+    ss = st.session_state
+    options = [BUILTIN, *folder_plans(), UPLOAD]
+    pick = st.selectbox("Questions", options, key="wt_plan_pick")
+    ss["wt_plan_text"], ss["wt_plan_error"] = None, ""
+    text: str | bytes | None = None
+    if pick == UPLOAD:
+        up = st.file_uploader("Plan file (.toml)", type=["toml"], key="wt_plan_upload")
+        if up is not None:
+            text = up.getvalue() if up.size <= plan.MAX_PLAN_BYTES else b"#" * (up.size or 1)
+    elif pick != BUILTIN:
+        path = folder_plans().get(pick)
+        if path is not None and path.stat().st_size <= plan.MAX_PLAN_BYTES:
+            text = path.read_bytes()
+        elif path is not None:
+            ss["wt_plan_error"] = f"{pick}.toml is larger than {plan.MAX_PLAN_BYTES:,} bytes."
+    if text is not None:
+        try:
+            parsed = plan.parse_plan(text)
+        except plan.PlanError as e:
+            ss["wt_plan_error"] = str(e)
+        else:
+            ss["wt_plan_text"] = parsed.text
+            st.caption(f"{len(parsed.questions)} questions, {len(parsed.slides)} slides.")
+    if ss["wt_plan_error"]:
+        st.error(inert(ss["wt_plan_error"]))
+
+
+def with_picked(query: str) -> str | None:
+    """The example string a new class starts with (the picked plan inside), or None (and a
+    notice) when the picked plan is malformed or too large to share."""
+    ss = st.session_state
+    if ss.get("wt_plan_error"):
+        ss["wt_notice"] = "The plan file has a mistake (see under the Start button)."
+        return None
+    example = plan.with_plan(query, ss.get("wt_plan_text"))
+    if len(example) > MAX_EXAMPLE_CHARS:
+        ss["wt_notice"] = "This plan is too large to share with a class: split it in two."
+        return None
+    return example
