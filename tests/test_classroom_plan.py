@@ -178,3 +178,22 @@ def test_the_unsummed_product_is_explained_as_multiplied_but_not_summed():
     q = next(q for q in build_questions(default_plan(), x, w) if q.id == "result_shape")
     assert re.fullmatch(r"\(2, 3, 5\): .*multiplied but did not sum.*", q.explain("(2, 3, 5)"))
     assert q.explain(q.answer) == ""
+
+
+def test_a_saved_plan_travels_in_the_class_record_and_comes_back_word_for_word():
+    example = "preset=classic&shape=2x3x5"
+    carried = plan.with_plan(example, TEACHER)
+    assert plan.plan_of(carried).text == TEACHER
+    assert plan.plan_of(example) == default_plan()  # none carried: the built-in plan
+    assert plan.with_plan(example, None) == example
+
+
+def test_a_forged_packed_plan_is_refused_not_inflated():
+    import base64
+    import zlib
+
+    bomb = base64.urlsafe_b64encode(zlib.compress(b"#" * 10_000_000)).decode()
+    with pytest.raises(PlanError, match="larger than"):
+        plan.unpack(bomb)
+    with pytest.raises(PlanError, match="could not be read"):
+        plan.unpack("not base64 at all!")

@@ -142,7 +142,7 @@ def teacher_panel(r: Classroom, record: ClassRecord, question: Question) -> None
 
 def _explained(question: Question, last: peer.Round) -> None:
     """The right answer and why, then each of the most frequent wrong answers explained."""
-    st.success(inert(f"Answer: {question.label(question.answer)}. {question.why}"))
+    st.success(f"Answer: {inert(question.label(question.answer))}. {inert(question.why)}")
     wrong = [row for row in last.rows if not row.right][:EXPLAINED]
     for row in wrong:
         st.text(f"{row.label} ({row.count}): {row.why or 'no known mistake gives this answer.'}")
@@ -248,17 +248,15 @@ def student_panel(r: Classroom, record: ClassRecord, question: Question) -> None
         rounds = peer.rounds(r, record.code, question, r.members(record.code))
         st.html(rounds_html(question, rounds, revealed=a.stage is peer.Stage.REVEALED))
     if a.stage is peer.Stage.REVEALED:
-        answer = question.label(question.answer)
+        answer, why = inert(question.label(question.answer)), inert(question.why)
         if not mine:
-            st.info(inert(f"The answer: {answer}. {question.why}"))
+            st.info(f"The answer: {answer}. {why}")
         elif mine == question.answer:
-            st.success(inert(f"Right: {question.label(mine)}. {question.why}"))
+            st.success(f"Right: {inert(question.label(mine))}. {why}")
         else:
             st.error(
-                inert(
-                    f"Not this time: you answered {question.label(mine)}; the answer is "
-                    f"{answer}. {question.why}"
-                )
+                f"Not this time: you answered {inert(question.label(mine))}; the answer is "
+                f"{answer}. {why}"
             )
             if question.explain(mine):
                 st.text(question.explain(mine))
