@@ -197,7 +197,10 @@ def test_a_cache_entry_stays_small_for_the_longest_expression():
 
 def test_the_figure_description_quoting_the_expression_is_plain_text():
     at = _type(_expr_tab(), "(net_output * att_scores[..., None]).sum(1) * 1")
-    assert any("Heatmap of shape (2, 5)" in t.value for t in at.text)
+    # figure.show: the summary as escaped HTML text (never Markdown), beside its table
+    summaries = [h.proto.body for h in at.get("html") if "attnviz-summary" in h.proto.body]
+    assert any("Heatmap of shape (2, 5)" in b for b in summaries)
+    assert any("att_scores[..., None]).sum(1) * 1" in b for b in summaries)
     assert not any("Heatmap" in c.value for c in at.caption)
 
 

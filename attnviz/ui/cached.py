@@ -33,21 +33,16 @@ import attnviz
 from attnviz import examples, figures, trace
 from attnviz.figures.draft import Draft
 from attnviz.forms import TRAP
+from attnviz.ui import figure as figure_ui
 
 TTL = "20m"
-PLOT_CONFIG = {
-    "displaylogo": False,
-    "toImageButtonOptions": {"format": "png", "scale": 2, "filename": "attnviz"},
-}
-#: On a phone the plot toolbar would cover the figure's title: no toolbar there.
-PHONE_PLOT_CONFIG = {**PLOT_CONFIG, "displayModeBar": False}
+PLOT_CONFIG = figure_ui.PLOT_CONFIG
+PHONE_PLOT_CONFIG = figure_ui.PHONE_PLOT_CONFIG
 #: Figure styles by name (``figures.Style.name``): the cache keys carry the name.
 STYLES = {s.name: s for s in (figures.SCREEN, figures.PROJECTOR, figures.PHONE)}
 
 
-def plot_config(style: str) -> dict:
-    """The plotly config of a figure drawn in style ``style`` (a name of STYLES)."""
-    return PHONE_PLOT_CONFIG if style == figures.PHONE.name else PLOT_CONFIG
+plot_config = figure_ui.plot_config
 
 
 def _style(name: str) -> figures.Style:
@@ -107,11 +102,9 @@ def figure(spec: Spec) -> BaseFigure:
 
 
 def show(spec: Spec, key: str, *, caption: bool = True, style: str = "screen") -> None:
-    """A cached figure with its text description beside it (the camera icon saves a PNG; no
-    toolbar on a phone, where it would cover the title)."""
-    st.plotly_chart(figure(spec), key=key, config=plot_config(style), width="stretch", theme=None)
-    if caption:
-        st.caption(spec.description)
+    """A cached figure with its name, summary (unless caption is False) and numbers
+    (``figure.show``; the camera icon saves a PNG; no toolbar on a phone)."""
+    figure_ui.show(figure(spec), key, summary=spec.description if caption else "", style=style)
 
 
 def _t(a: np.ndarray) -> torch.Tensor:

@@ -19,7 +19,7 @@ import streamlit as st
 import torch
 
 from attnviz import figures, sandbox, verdict
-from attnviz.ui import _controls, link
+from attnviz.ui import _controls, figure, link
 
 EXPRESSIONS = (
     "(net_output * att_scores[..., None]).sum(axis=1)",
@@ -46,10 +46,6 @@ HELP = (
 _SAID = "not supported here: "
 CACHE_ENTRIES = 32
 CACHE_TTL = 600  # seconds
-PLOT_CONFIG = {
-    "displaylogo": False,
-    "toImageButtonOptions": {"format": "png", "scale": 2, "filename": "attnviz"},
-}
 
 
 def _clip(text: str, n: int = MAX_TEXT) -> str:
@@ -258,6 +254,5 @@ def section(
             highlight_note="outlined: the cells that differ from weighted" if wrong else None,
             style=figures.PHONE if phone else None,
         )
-        config = {**PLOT_CONFIG, "displayModeBar": False} if phone else PLOT_CONFIG  # no toolbar
-        st.plotly_chart(fig, key="pg_fig_expr", config=config, width="stretch", theme=None)
-        st.text(figures.description(fig))  # it quotes the expression: plain text, not Markdown
+        # the summary quotes the expression: figure.show escapes it, never Markdown
+        figure.show(fig, "pg_fig_expr", style=figures.PHONE.name if phone else "screen")

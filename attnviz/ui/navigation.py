@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from attnviz.ui import playground
+from attnviz.ui import figure, playground
 from attnviz.ui.boundary import guarded
 
 
@@ -34,14 +34,41 @@ _STYLE = """
 /* the Playground's result tables: as wide as their numbers, scrolled sideways when wider */
 .st-key-pg_result table { display: block; overflow-x: auto; max-width: 100%; }
 .st-key-pg_result th, .st-key-pg_result td { white-space: nowrap; }
+/* text contrast >= 4.5:1 on white (WCAG 2.1 AA): captions, figure summaries, code colours */
+[data-testid="stCaptionContainer"], .attnviz-summary { color: #4a4a4a !important; }
+.attnviz-summary { font-size: 0.875rem; margin: 0 0 0.25rem 0; }
+/* visible focus (>= 3:1) on every control, links and switches included */
+a:focus-visible, button:focus-visible, [role="tab"]:focus-visible, [role="switch"]:focus-visible,
+input:focus-visible, summary:focus-visible, [tabindex]:focus-visible, label:focus-within {
+  outline: 3px solid #1a4f8b !important; outline-offset: 2px;
+}
+/* a figure's numbers: real tables, scrolled sideways inside themselves when wider */
+.attnviz-tables { overflow-x: auto; max-width: 100%; }
+.attnviz-tables table { border-collapse: collapse; margin: 0.5rem 0 1rem 0; font-size: 0.875rem; }
+.attnviz-tables caption { text-align: left; font-weight: 600; padding-bottom: 0.25rem; }
+.attnviz-tables th, .attnviz-tables td { border: 1px solid #b0b0b0; padding: 0.15rem 0.5rem;
+  text-align: right; white-space: nowrap; }
+details.attnviz-numbers > summary { cursor: pointer; color: #1a4f8b; }
+/* the live region and its sentences: for screen readers only */
+.attnviz-sr { position: absolute !important; width: 1px; height: 1px; padding: 0; margin: -1px;
+  overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; border: 0; }
+[data-testid="stElementContainer"]:has(.attnviz-say),
+[data-testid="stElementContainer"]:has(> [data-testid="stHtml"]:empty) { display: none; }
+/* no sideways page scroll on a narrow screen (320 CSS px): wide content scrolls inside itself */
+@media (max-width: 640px) {
+  [data-testid="stMainBlockContainer"] { padding-left: 0.75rem; padding-right: 0.75rem; }
+  [data-testid="stTabs"] [role="tablist"] { overflow-x: auto; }
+}
 </style>
 """
 
 
 def chrome() -> None:
-    """What every page shares: a tighter top margin so the example is on the first screen, and
-    result tables that scroll sideways instead of overflowing their column."""
+    """What every page shares: a tighter top margin so the example is on the first screen,
+    result tables that scroll sideways instead of overflowing their column, text and focus
+    rings in WCAG AA contrast, and the page's accessibility script (``figure.install``)."""
     st.html(_STYLE)
+    figure.install()  # figures hidden behind their text equivalents; the live region
 
 
 def walkthrough_page() -> st.Page:

@@ -20,7 +20,7 @@ import streamlit as st
 import torch
 
 from attnviz import figures
-from attnviz.ui import _controls, cached, edit, export, expression, link
+from attnviz.ui import _controls, cached, edit, export, expression, figure, link
 from attnviz.ui.boundary import callback
 from attnviz.ui.current import Current
 
@@ -34,7 +34,7 @@ TABS: tuple[tuple[str, str], ...] = (
     ("expr", "Your expression"),
     ("share", "Share & export"),
 )
-PLOT_CONFIG = cached.PLOT_CONFIG
+PLOT_CONFIG = figure.PLOT_CONFIG
 
 # What a fragment calls with the example after it reruns alone, so that the address bar follows
 # (the page registers playground.sync_link; a function of the example and session state only).
@@ -47,9 +47,8 @@ def after_fragment(sync: Callable[[Current], object]) -> None:
 
 
 def show_figure(fig: go.Figure, key: str) -> None:
-    """A figure with its text description beside it (the camera icon saves a PNG)."""
-    st.plotly_chart(fig, key=key, config=PLOT_CONFIG, width="stretch", theme=None)
-    st.caption(figures.description(fig))
+    """A figure with its name, summary and numbers (``figure.show``; the camera icon saves a PNG)."""
+    figure.show(fig, key)
 
 
 def _style() -> str:
@@ -178,14 +177,14 @@ def cell_section(ex: Current) -> None:
         st.markdown(f"`{view.formula}`")
         st.text(view.equation)  # a plain block: no copy icon over the numbers
     with right:
-        st.plotly_chart(
-            cached.figure(cached.result_figure(ex.x, ex.applied, _style())),
-            key="pg_pick",
+        result = cached.result_figure(ex.x, ex.applied, _style())
+        figure.show(
+            cached.figure(result),
+            "pg_pick",
+            summary=result.description,
+            style=_style(),
             on_select=callback(_on_pick, "pg_"),
             selection_mode="points",
-            config=cached.plot_config(_style()),
-            width="stretch",
-            theme=None,
         )
     cached.show(view.figure, key="pg_fig_cell", style=_style())
 

@@ -22,12 +22,11 @@ from attnviz import examples, figures
 from attnviz.classroom import deck
 from attnviz.classroom.question import Question, questions
 from attnviz.errors import AttnvizError
-from attnviz.ui import link, live_class, live_plan, live_question, live_screen
+from attnviz.ui import figure, link, live_class, live_plan, live_question, live_screen
 from attnviz.ui.boundary import callback
 from attnviz.ui.safe import inert
 
 #: The Playground link parameters that describe the example (the rest are its own view).
-PLOT_CONFIG = {"displaylogo": False, "displayModeBar": False, "responsive": True}
 _SLIDE = re.compile(r"[0-9]{1,3}")
 
 _STYLE = """
@@ -343,11 +342,9 @@ def page() -> None:
             above = live_class.height_above(screen.w)
             style, height = figure_fit(screen, slide, above, SLIDE_SHARE if beside else 1.0)
             spec, text = _figure(query, k - 1, style.name, height)
-            st.plotly_chart(
-                spec, key="wt_fig", config=PLOT_CONFIG, width="stretch", theme=None, alt=text
+            figure.show(
+                spec, "wt_fig", summary=text, config=figure.SLIDE_CONFIG, folded="wt_description"
             )
-            with st.expander("Text description of the figure", key="wt_description"):
-                st.text(text)
     if side is not None:
         with side:
             live_class.live(n, slides, qs)  # the poll, with the question beside the slide

@@ -1,0 +1,172 @@
+"""How every page shows a figure, readable without sight: ``show``.
+
+A figure on screen is four things: the plot, named for assistive technology by its title
+(``st.plotly_chart(alt=...)``: role="figure" with that name); its summary in words (the figure's
+own description, computed by its builder); its numbers as real HTML tables (a caption, a column
+header per column, a row header per row: sentence / word / hidden) one keystroke away in a
+``<details>`` element; and, hidden from assistive technology, the plot's loose SVG texts (the
+page's script ``A11Y_SCRIPT`` sets aria-hidden on each plot and takes plotly's toolbar out of the
+tab order).
+
+``announce`` says one short sentence in the page's single polite live region (made once by the
+same script): step and slide changes, result updates, verdicts. The script says a sentence only
+when it differs from the last one said, so nothing is announced twice.
+
+The plotly configs live here too: ``PLOT_CONFIG`` (a screen: the camera icon saves a PNG),
+``PHONE_PLOT_CONFIG`` (no toolbar, which would cover the title) and ``SLIDE_CONFIG`` (a slide:
+no toolbar at all).
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+import plotly.graph_objects as go
+import streamlit as st
+from plotly.basedatatypes import BaseFigure
+
+from attnviz import figures
+from attnviz.figures.table import figure_tables, plain, tables_html
+
+PLOT_CONFIG: dict[str, Any] = {
+    "displaylogo": False,
+    "toImageButtonOptions": {"format": "png", "scale": 2, "filename": "attnviz"},
+}
+#: On a phone the plot toolbar would cover the figure's title: no toolbar there.
+PHONE_PLOT_CONFIG: dict[str, Any] = {**PLOT_CONFIG, "displayModeBar": False}
+#: A Walkthrough slide: no toolbar, drawn to the slide's width.
+SLIDE_CONFIG: dict[str, Any] = {"displaylogo": False, "displayModeBar": False, "responsive": True}
+#: The label of the expander that holds a figure's numbers.
+TABLE_LABEL = "The numbers as a table"
+
+
+def plot_config(style: str) -> dict[str, Any]:
+    """The plotly config of a figure drawn in style ``style`` ("screen", "projector", "phone")."""
+    return PHONE_PLOT_CONFIG if style == figures.PHONE.name else PLOT_CONFIG
+
+
+def spec_of(fig: go.Figure | BaseFigure | dict) -> dict:
+    """A figure (``go.Figure``, a prebuilt spec figure, or its dict) as a plain dict."""
+    if isinstance(fig, dict):
+        return fig
+    return fig.to_dict()
+
+
+def name_of(spec: dict) -> str:
+    """The figure's accessible name: its title as plain text ("Figure" when it has none)."""
+    title = (spec.get("layout") or {}).get("title") or {}
+    text = plain(title.get("text", "") if isinstance(title, dict) else title)
+    return text or "Figure"
+
+
+def details_html(spec: dict, summary: str) -> str:
+    """The summary paragraph and the figure's tables inside a <details> (all text escaped)."""
+    tables = figure_tables(spec)
+    out = f'<p class="attnviz-summary">{html.escape(summary)}</p>' if summary else ""
+    if tables:
+        out += (
+            f'<details class="attnviz-numbers"><summary>{html.escape(TABLE_LABEL)}</summary>'
+            f'<div class="attnviz-tables">{tables_html(tables)}</div></details>'
+        )
+    return out
+
+
+def show(
+    fig: go.Figure | BaseFigure | dict,
+    key: str,
+    *,
+    summary: str | None = None,
+    style: str = "screen",
+    config: dict[str, Any] | None = None,
+    folded: str | None = None,
+    **chart: Any,
+) -> Any:
+    """Draw fig (its name for assistive technology, its summary in words, its numbers as tables).
+
+    summary: the text description (default: the figure's own, ``figures.description``); shown as
+    escaped text, never as Markdown (it may quote a visitor's expression); "" shows none.
+    config: the plotly config (default: ``plot_config(style)``). folded: the key of an expander
+    "Text description of the figure" that holds the summary and the tables (a slide, where the
+    screen is counted), instead of the summary under the figure and the tables in a <details>.
+    chart: more ``st.plotly_chart`` arguments (``on_select``, ``selection_mode``).
+    -> what ``st.plotly_chart`` returns."""
+    spec = spec_of(fig)
+    if summary is None:
+        meta = (spec.get("layout") or {}).get("meta")
+        summary = str(meta.get("description", "")) if isinstance(meta, dict) else ""
+    out = st.plotly_chart(
+        fig,
+        key=key,
+        config=plot_config(style) if config is None else config,
+        width="stretch",
+        theme=None,
+        alt=f"{name_of(spec)} (chart; its description and numbers follow)",
+        **chart,
+    )
+    if folded is not None:
+        with st.expander("Text description of the figure", key=folded):
+            st.text(summary)
+            tables = figure_tables(spec)
+            if tables:
+                st.html(f'<div class="attnviz-tables">{tables_html(tables)}</div>')
+        return out
+    text = details_html(spec, summary)
+    if text:
+        st.html(text)
+    return out
+
+
+def announce(text: str) -> None:
+    """Say text in the page's polite live region (once: a repeat of the last sentence is not
+    said again). The element itself is invisible."""
+    st.html(f'<div class="attnviz-say">{html.escape(text)}</div>')
+
+
+#: The page's script (run once per browser tab): plots hidden from assistive technology (their
+#: name, summary and table stand in), plotly's toolbar out of the tab order, and the one polite
+#: live region that says the newest ``announce`` sentence when it changed.
+A11Y_SCRIPT = """
+<script>
+(() => {
+  if (window.__attnvizA11y) return;
+  window.__attnvizA11y = true;
+  const doc = window.document;
+  let said = "";
+  let region = null;
+  const fix = () => {
+    if (!region || !region.isConnected) {
+      region = doc.createElement("div");
+      region.id = "attnviz-live";
+      region.setAttribute("role", "status");
+      region.setAttribute("aria-live", "polite");
+      region.className = "attnviz-sr";
+      doc.body.appendChild(region);
+    }
+    doc.querySelectorAll(".stPlotlyChart .js-plotly-plot").forEach((p) => {
+      if (p.getAttribute("aria-hidden") !== "true") p.setAttribute("aria-hidden", "true");
+    });
+    doc.querySelectorAll(".stPlotlyChart a, .stPlotlyChart button, .stPlotlyChart [tabindex]")
+      .forEach((b) => { if (b.getAttribute("tabindex") !== "-1") b.setAttribute("tabindex", "-1"); });
+    const says = doc.querySelectorAll(".attnviz-say");
+    const text = says.length ? says[says.length - 1].textContent.trim() : "";
+    if (text && text !== said) {
+      said = text;
+      region.textContent = text;
+    }
+  };
+  let queued = false;
+  new MutationObserver(() => {
+    if (queued) return;
+    queued = true;
+    window.requestAnimationFrame(() => { queued = false; fix(); });
+  }).observe(doc.body, { childList: true, subtree: true });
+  fix();
+})();
+</script>
+"""
+
+
+def install() -> None:
+    """Run the page's accessibility script (a constant: no visitor text in it)."""
+    st.html(A11Y_SCRIPT, unsafe_allow_javascript=True)
