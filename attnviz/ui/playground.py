@@ -327,7 +327,8 @@ def page() -> None:
     st.html(_STYLE)
     st.container(key="pg_title").markdown("## Attention-weighted aggregation, through broadcasting")
     # the browser's screen, as the Walkthrough learns it: figures stacked and sized for a phone
-    ss["pg_style"] = live_screen.screen().style.name
+    screen = live_screen.screen()
+    ss["pg_style"] = screen.style.name
     st.code(
         "weighted = (net_output * att_scores[..., None]).sum(axis=1)  # (B,T,H) * (B,T,1) -> (B,H)",
         language="python",
@@ -342,7 +343,8 @@ def page() -> None:
     )
     if ss.get("pg_notice"):
         st.warning(inert(ss["pg_notice"]), icon="⚠️")
-        ss["pg_notice"] = None
+        if screen.reported:  # not before: the browser's report reruns the page on its own
+            ss["pg_notice"] = None
     choice = _controls.example_controls(
         callback(_on_pick_preset, "pg_"),
         callback(_on_resize, "pg_"),
