@@ -3,12 +3,18 @@
     weighted[b, :] = sum over t of w[b, t] * x[b, t, :]        x: (B, T, H), w: (B, T) -> (B, H)
 
 Why a C kernel: on the CPU the operation is bound by memory bandwidth, so the fastest method is
-the one that streams x past the cores as fast as a plain read (``x.sum()``, the "floor"). The
-library kernels we measured don't quite: ``torch.bmm`` (MKL) reaches about 55-75% of the floor on
-our AMD EPYC, the embedding-bag row sum 80-90%, OpenBLAS's gemv through NumPy ran near the floor
-only with its own spinning threads, which then slowed every torch call after it. The loop in
-``csrc/weighted_rows.c`` is the same streaming row sum with four rows per step and the running
-sums in L1, threads taking units of work as they come free.
+the one that streams x past the cores as fast as the machine can read it. The library kernels we
+measured don't: ``torch.bmm`` (MKL) reaches about 55-75% of a plain read on our AMD EPYC, the
+embedding-bag row sum 80-90%, OpenBLAS's gemv through NumPy ran near it only with its own spinning
+threads, which then slowed every torch call after it. The loop in ``csrc/weighted_rows.c`` is a
+streaming row sum with eight rows per step and the running sums in L1, threads taking units of
+work as they come free.
+
+The same library holds the read limit (``read_sum``): a plain read of x in C, built with the same
+flags, run on the same threads and cut the same way, with independent vector accumulators so that
+it is bound by memory and not by a chain of adds. ``attnviz.bench`` times it as the floor that
+every method is compared with. (``x.sum()`` is no floor: on an Intel Xeon we measured bmm and the
+kernel 20% faster than it.)
 
 - Build: ``cc -O3 -march=native -std=c99 -fopenmp -shared -fPIC`` (``$CC`` if set, else cc, gcc
   or clang), about 0.2 s, once per machine: the library is cached under ``$ATTNVIZ_CACHE_DIR`` or
@@ -55,9 +61,12 @@ from torch import Tensor
 from attnviz.errors import AttnvizError
 
 SOURCE = Path(__file__).with_name("csrc") / "weighted_rows.c"
-ABI = 3  # weighted_rows_abi() in the source
+ABI = 4  # weighted_rows_abi() in the source
 FLAGS = ("-O3", "-std=c99", "-ffp-contract=fast", "-fopenmp", "-shared", "-fPIC")
-NATIVE_FLAGS = ("-march=native",)  # tried first; dropped if the compiler refuses them
+# tried first; dropped if the compiler refuses them. GCC's unroll-and-jam would turn the kernel's
+# eight rows per step into sixteen, more streams than the registers and prefetchers keep up with
+# (measured: about half the speed in cache); compilers without it ignore the flag
+NATIVE_FLAGS = ("-march=native", "-fno-loop-unroll-and-jam")
 COMPILE_TIMEOUT_S = 60
 # How the work is cut (see plan): a thread gets at least MIN_NUMEL_PER_THREAD numbers of x (a
 # second thread paid off from 2**16 numbers up, measured with warm threads); units of at most
@@ -173,6 +182,14 @@ def _load(path: Path) -> ctypes.CDLL:
     fn.restype = None
     # x, w, out, partial, B, T, H, group, split, threads
     fn.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_long] * 5 + [ctypes.c_int]
+    read = lib.read_floats
+    read.restype = ctypes.c_double
+    read.argtypes = [
+        ctypes.c_void_p,
+        ctypes.c_long,
+        ctypes.c_long,
+        ctypes.c_int,
+    ]  # x, n, unit, threads
     return lib
 
 
@@ -316,3 +333,35 @@ def weighted_rows(x: Tensor, w: Tensor, *, threads: int | None = None) -> Tensor
         x.data_ptr(), w.data_ptr(), out.data_ptr(), partial.data_ptr(), b, t, h, group, split, n
     )
     return out
+
+
+def read_plan(n: int, threads: int) -> tuple[int, int]:
+    """(threads used, unit) for a plain read of ``n`` numbers, cut like ``plan`` cuts x: one
+    thread under MIN_NUMEL_PER_THREAD numbers per thread, else about UNITS_PER_THREAD units per
+    thread of at most MAX_UNIT_NUMEL numbers."""
+    used = max(1, min(threads, n // MIN_NUMEL_PER_THREAD))
+    if used == 1:
+        return 1, max(1, n)
+    unit = min(MAX_UNIT_NUMEL, math.ceil(n / (UNITS_PER_THREAD * used)))
+    return min(used, math.ceil(n / unit)), unit
+
+
+def read_sum(x: Tensor, *, threads: int | None = None) -> float:
+    """The sum of every number of ``x`` (float32, contiguous, CPU) by the C read loop: the
+    machine's read limit for a one-pass method (``attnviz.bench`` times it as the floor).
+
+    Built with the kernel's flags and run on the same OpenMP threads, cut the same way, with
+    independent vector accumulators so that it is bound by memory, not by a chain of adds. The
+    value is a double summed in no fixed order: it is there so that the reads happen, not to be
+    compared bit for bit. Raises RuntimeError when the kernel could not be built.
+    """
+    if not (x.device.type == "cpu" and x.dtype == torch.float32 and x.is_contiguous()):
+        raise AttnvizError(
+            f"read_sum needs a contiguous float32 CPU tensor; got {tuple(x.shape)} {x.dtype} "
+            f"on {x.device}."
+        )
+    built, lib = _build()
+    if lib is None:
+        raise RuntimeError(f"the C kernel is not available: {built.detail}")
+    n, unit = read_plan(x.numel(), threads or torch.get_num_threads())
+    return float(lib.read_floats(x.data_ptr(), x.numel(), unit, n))

@@ -51,9 +51,51 @@ def test_records_carry_the_metadata_an_expert_needs(tiny_records):
 
 def test_records_say_what_each_method_ran(tiny_records):
     runs_as = {r.method: r.notes["path"] for r in tiny_records}
-    assert runs_as["floor"] == "x.sum()" and runs_as["broadcast"] == "(x * w[..., None]).sum(1)"
+    floor = "C read loop" if native.available() else "x.sum()"
+    assert runs_as["floor"] == floor and runs_as["broadcast"] == "(x * w[..., None]).sum(1)"
     assert runs_as["fused"] == fused.fused_path(*bench.make_inputs((2, 3, 5)))  # tiny: bmm
     assert all(r.notes["cpu_kernel"] == cpu_kernel_detail() for r in tiny_records)
+
+
+def test_the_floors_extra_memory_is_the_same_every_run():
+    recs = [measure((2, 3, 5), methods=["bmm"], memory=True, **FAST)[0] for _ in range(3)]
+    assert len({r.extra_peak_bytes for r in recs}) == 1
+    if native.available():  # the C read loop allocates nothing
+        assert recs[0].extra_peak_bytes == 0 and recs[0].notes["floor"] == "C read loop"
+
+
+def _beat(ratio, iqr, method="fused"):
+    return {
+        "method": method,
+        "shape": [2, 3, 5],
+        "device": "cpu",
+        "ratio_to_floor": ratio,
+        "ratio_iqr": iqr,
+        "notes": {"floor": "C read loop"},
+    }
+
+
+@pytest.mark.parametrize(
+    ("ratio", "iqr", "method", "above"),
+    [
+        (1.20, 0.05, "fused", True),  # 20% faster than the machine reads: the floor is wrong
+        (1.03, 0.05, "fused", False),  # within the rounds' noise
+        (0.95, 0.01, "fused", False),
+        (1.50, 0.60, "bmm", False),  # a wide spread says nothing
+        (1.00, 0.00, "floor", False),
+    ],
+)
+def test_a_method_above_the_read_limit_beyond_its_noise_is_flagged(ratio, iqr, method, above):
+    assert bench.above_floor(_beat(ratio, iqr, method)) is above
+    warned = bench.floor_warnings([_beat(ratio, iqr, method)])
+    assert len(warned) == int(above)
+    if above:
+        assert warned[0].startswith("WARNING: fused at 2x3x5") and "floor" in warned[0]
+
+
+def test_records_carry_the_flag_and_the_ratios_spread(tiny_records):
+    for r in tiny_records:
+        assert r.notes["above_floor"] == bench.above_floor(r) and r.ratio_iqr >= 0
 
 
 def test_fused_record_names_the_c_kernel_at_a_large_size():
@@ -306,6 +348,7 @@ def test_time_figure_marks_the_gpu_crossover():
         (4096, "4 KiB"),
         (100863744, "96.2 MiB"),
         (3 * 2**30, "3 GiB"),
+        (1536, "1.50 KiB"),
     ],
 )
 def test_format_bytes_reads_like_a_person_writes(n, text):
@@ -317,14 +360,15 @@ def test_format_bytes_reads_like_a_person_writes(n, text):
     [
         (None, "–"),
         (4.51e-9, "4.51 ns"),
-        (1.4e-6, "1.4 µs"),
+        (1.4e-6, "1.40 µs"),
         (2.31e-3, "2.31 ms"),
         (34.76e-3, "34.8 ms"),
-        (1.2, "1.2 s"),
-        (2.5e-10, "0.25 ns"),
-        (999.96e-9, "1 µs"),
-        (-3.2e-6, "-3.2 µs"),
+        (1.2, "1.20 s"),
+        (2.5e-10, "0.250 ns"),
+        (999.96e-9, "1.00 µs"),
+        (-3.2e-6, "-3.20 µs"),
         (3600.0, "3600 s"),
+        (4.1e-6, "4.10 µs"),  # once shown as "4.1 µs": three significant digits are three
     ],
 )
 def test_format_time_reads_like_a_person_writes(s, text):
@@ -335,16 +379,37 @@ def test_format_time_reads_like_a_person_writes(s, text):
     ("rate", "text"),
     [
         (None, "–"),
-        (0.3, "0.3 B/s"),
-        (4.6e3, "4.6 kB/s"),  # einsum on 2x3x5 on a loaded machine: once shown as "0.00" GB/s
+        (0.3, "0.300 B/s"),
+        (4.6e3, "4.60 kB/s"),  # einsum on 2x3x5 on a loaded machine: once shown as "0.00" GB/s
         (3.12e8, "312 MB/s"),
         (51.4e9, "51.4 GB/s"),
-        (1.2e12, "1.2 TB/s"),
-        (999.9e9, "1 TB/s"),
+        (1.2e12, "1.20 TB/s"),
+        (999.9e9, "1.00 TB/s"),
+        (42e6, "42.0 MB/s"),
     ],
 )
 def test_format_rate_reads_like_a_person_writes(rate, text):
     assert bench.format_rate(rate) == text
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (0.98, "0.980"),
+        (1, "1.00"),
+        (0.51, "0.510"),
+        (51.37, "51.4"),
+        (123.4, "123"),
+        (99.96, "100"),
+    ],
+)
+def test_format_number_keeps_three_significant_digits(value, text):
+    assert bench.format_number(value) == text
+
+
+@pytest.mark.parametrize(("ratio", "text"), [(0.51, "51.0%"), (0.9876, "98.8%"), (1.234, "123%")])
+def test_format_share_is_a_percentage_with_three_digits(ratio, text):
+    assert bench.format_share(ratio) == text
 
 
 @pytest.mark.parametrize("fmt", ["format_time", "format_bytes", "format_rate"])

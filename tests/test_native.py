@@ -2,6 +2,7 @@
 edges (empty axes, NaN and inf, bad arguments), its build and cache, and its fallback."""
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -177,6 +178,34 @@ def test_concurrent_callers_get_their_own_results():
         th.join()
     for (x, w), got in zip(inputs, results, strict=True):
         assert_close(got, expected(x, w), rtol=1e-5, atol=1e-4)
+
+
+@needs_kernel
+@pytest.mark.parametrize("n", [0, 1, 127, 128, 129, 1000, 4099, 70000])
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_read_sum_is_the_sum_of_every_number(n, threads, fine_grained):
+    x = torch.rand(n, generator=torch.Generator().manual_seed(n), dtype=torch.float64)
+    got = native.read_sum(x.float(), threads=threads)
+    assert got == pytest.approx(float(x.float().double().sum()), rel=1e-5, abs=1e-5)
+
+
+@needs_kernel
+def test_read_sum_reads_a_b_t_h_tensor_whole():
+    x, _ = random_inputs(3, 17, 17, seed=4)  # T == H
+    assert native.read_sum(x) == pytest.approx(float(x.double().sum()), rel=1e-5, abs=1e-4)
+
+
+@pytest.mark.parametrize(("n", "threads"), [(10, 4), (1 << 20, 2), (1 << 30, 2), (5 << 16, 8)])
+def test_read_plan_covers_every_number(n, threads):
+    used, unit = native.read_plan(n, threads)
+    assert 1 <= used <= threads and 1 <= unit <= n
+    assert math.ceil(n / unit) >= used  # every thread used has a unit
+    assert used == 1 or unit <= native.MAX_UNIT_NUMEL
+
+
+def test_read_sum_refuses_what_it_cannot_read():
+    with pytest.raises(AttnvizError, match="contiguous float32"):
+        native.read_sum(torch.zeros(4, 4).t())
 
 
 @needs_kernel

@@ -1,4 +1,4 @@
-"""python -m attnviz.bench: time every method against the read floor, as a table or JSON lines.
+"""python -m attnviz.bench: time every method against the machine's read limit, as a table or JSON lines.
 
 python -m attnviz.bench --device cpu --sizes 2x3x5,48x512x1024
 python -m attnviz.bench --device all --json > results.jsonl
@@ -14,7 +14,13 @@ import sys
 import torch
 
 from attnviz.bench.devices import DEVICE_CHOICES, list_devices, resolve_devices
-from attnviz.bench.harness import DEFAULT_METHODS, format_table, parse_dtype, parse_shape
+from attnviz.bench.harness import (
+    DEFAULT_METHODS,
+    floor_warnings,
+    format_table,
+    parse_dtype,
+    parse_shape,
+)
 from attnviz.bench.overhead import OVERHEAD_METHODS, format_overhead, measure_overhead
 from attnviz.bench.sweep import max_bytes, sizes_up_to, sweep
 from attnviz.errors import AttnvizError
@@ -24,7 +30,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m attnviz.bench",
         description="Time weighted = (x * w[..., None]).sum(1) by every method on every device, "
-        "side by side with the read floor x.sum() of the same bytes.",
+        "side by side with the machine's read limit: a plain read of the same bytes (on the CPU a "
+        "C read loop built like the fused kernel).",
     )
     p.add_argument("--device", default="cpu", help=f"one of {', '.join(DEVICE_CHOICES)} or cuda:N")
     p.add_argument(
@@ -107,14 +114,23 @@ def main(argv: list[str] | None = None) -> int:
             if not args.json:
                 print(format_table(recs))
                 print()
+            for line in floor_warnings(recs):  # loud in both modes: the floor is wrong
+                print(line, file=sys.stderr)
         if not args.json and records:
             r = records[0]
             print(
                 f"torch {r.torch_version}, {r.threads} threads, TF32 {'on' if r.tf32 else 'off'}; "
                 f"median and IQR over {r.rounds} interleaved rounds; 'x floor' = median over rounds "
-                f"of GB/s / GB/s of x.sum() in the same round; 'best' = the same ratio between "
-                f"the fastest rounds; '1st call' includes lazy init / JIT compile."
+                f"of GB/s / GB/s of the floor in the same round (a '!' marks a method above it "
+                f"by more than the ratio's IQR); 'best' = the same ratio between the fastest "
+                f"rounds; '1st call' includes lazy init / JIT compile."
             )
+            floors = sorted({(d.device, d.notes.get("floor", "")) for d in records})
+            for device, floor in floors:
+                print(
+                    f"floor on {device}: {floor}, a plain read of x, the machine's read limit: "
+                    f"no method that reads x once can beat it."
+                )
             ran: dict[tuple[str, str], list[str]] = {}  # (device, path) -> shapes
             for r in records:
                 if r.method == "fused" and "path" in r.notes:

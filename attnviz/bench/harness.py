@@ -8,10 +8,16 @@
 - Rounds are interleaved: round r times one block of every method (in a shuffled order), so a
   neighbour's load on a shared machine hits all methods alike; the median and the interquartile
   range are taken over rounds.
-- The floor, a plain read of the same bytes (``x.sum()`` over contiguous memory), is timed in the
-  same rounds; every method's GB/s counts reading x and w once and writing the output once, and
+- The floor is the machine's read limit: a plain read of the same bytes, timed in the same
+  rounds. On the CPU (float32) it is the C read loop built with the fused kernel
+  (``attnviz.native.read_sum``: same flags, same threads, independent vector accumulators), since
+  ``x.sum()`` is slower than a one-pass method on some CPUs and so no floor; elsewhere ``x.sum()``.
+  Every method's GB/s counts reading x and w once and writing the output once, and
   ``ratio_to_floor`` is the median over rounds of method GB/s / floor GB/s within each round
   (paired, so load that comes and goes on a shared machine cancels out).
+- No method can read faster than the machine reads: a method whose paired ratio exceeds 1 by more
+  than the ratio's own interquartile range is flagged (``notes["above_floor"]``, ``above_floor``),
+  and the CLI says so loudly: then the floor is wrong, not the method.
 - When one input set fits in the last-level cache, the statement rotates among several input sets
   (``n_input_sets``) so that a later call does not find the previous call's bytes in cache.
 - Host->device transfer (``transfer_s``) is timed once and never counted as compute.
@@ -37,11 +43,12 @@ from torch.utils.benchmark import Timer
 from attnviz.bench.devices import cache_bytes, device_name, move, synchronize
 from attnviz.errors import AttnvizError
 
-FLOOR = "floor"  # x.sum(): a plain read of x, the speed limit of a one-pass method
+FLOOR = "floor"  # a plain read of x: the machine's read limit, the speed limit of a one-pass method
 COPY = "copy"  # dst.copy_(x): read + write x, the device copy bandwidth (CUDA targets)
 DEFAULT_METHODS = ("broadcast", "einsum", "bmm", "fused")
 # what each timed name runs, for tables ("fused" and "auto" depend on device, dtype and size and
 # are filled in per measurement from attnviz.fused.fused_path / choose_method)
+READ_LOOP = "C read loop"  # what the floor runs where attnviz.native builds (float32, CPU)
 RUNS_AS = {
     FLOOR: "x.sum()",
     COPY: "dst.copy_(x)",
@@ -97,6 +104,7 @@ class Measurement:
     tf32: bool
     torch_version: str
     extra_peak_bytes: int | None = None  # measured peak memory above the inputs, when asked
+    ratio_iqr: float | None = None  # the interquartile range of the per-round ratios to the floor
     notes: dict = field(default_factory=dict)
 
     def as_dict(self) -> dict:
@@ -114,6 +122,16 @@ def is_noisy(r: Measurement | dict) -> bool:
     """True when the rounds of ``r`` spread too widely (IQR > NOISY_SPREAD x median) to trust."""
     d = r if isinstance(r, dict) else r.as_dict()
     return d["median_s"] <= 0 or d.get("iqr_s", 0.0) > NOISY_SPREAD * d["median_s"]
+
+
+def above_floor(r: Measurement | dict) -> bool:
+    """True when ``r`` ran faster than the read limit by more than its noise: its paired ratio to
+    the floor exceeds 1 by more than the interquartile range of that ratio over the rounds."""
+    d = r if isinstance(r, dict) else r.as_dict()
+    ratio = d.get("ratio_to_floor")
+    if d["method"] == FLOOR or ratio is None:
+        return False
+    return ratio - 1.0 > (d.get("ratio_iqr") or 0.0)
 
 
 def regime(r: Measurement | dict) -> str:
@@ -204,8 +222,28 @@ def environment(device: str | torch.device) -> dict:
     return env
 
 
+def floor_runs(x: Tensor) -> str:
+    """What the floor runs on ``x``: the C read loop (float32, contiguous, CPU, where it builds),
+    else ``x.sum()``."""
+    from attnviz import native
+
+    cpu_f32 = x.device.type == "cpu" and x.dtype == torch.float32 and x.is_contiguous()
+    return READ_LOOP if cpu_f32 and native.available() else RUNS_AS[FLOOR]
+
+
+def floor_function(x: Tensor) -> Callable[[Tensor, Tensor], object]:
+    """The floor for inputs like ``x``: a plain read of x at the machine's limit (``floor_runs``).
+    Neither allocates a (B, T, H) anything; the C loop allocates nothing at all."""
+    from attnviz import native
+
+    if floor_runs(x) == READ_LOOP:
+        return lambda x, w: native.read_sum(x)  # read x once, C, vector accumulators
+    return lambda x, w: x.sum()  # read x once, contiguous
+
+
 def method_function(name: str) -> Callable[[Tensor, Tensor], Tensor]:
-    """The function timed for ``name``: a METHODS entry, or the floor / copy references."""
+    """The function timed for ``name``: a METHODS entry, or the ``x.sum()`` floor (see
+    ``floor_function`` for the floor ``measure`` times)."""
     from attnviz.aggregation import METHODS
 
     if name == FLOOR:
@@ -354,6 +392,8 @@ def measure(
         if name == COPY:
             dst = torch.empty_like(x0)
             fns[name] = lambda x, w, dst=dst: dst.copy_(x)
+        elif name == FLOOR:
+            fns[name] = floor_function(x0)
         else:
             fns[name] = method_function(name)
 
@@ -410,7 +450,8 @@ def measure(
 
     from attnviz.fused import choose_method, fused_path
 
-    paths = dict(RUNS_AS, fused=fused_path(x0, w0))  # what "fused" and "auto" ran on these inputs
+    # what the floor, "fused" and "auto" ran on these inputs
+    paths = dict(RUNS_AS, fused=fused_path(x0, w0), **{FLOOR: floor_runs(x0)})
     picked = choose_method(device, shape, dtype)
     paths["auto"] = (
         f"fused: {paths['fused']}" if picked == "fused" else f"{picked}: {RUNS_AS[picked]}"
@@ -428,6 +469,7 @@ def measure(
             (nbytes / t) / (x_bytes / f) for t, f in zip(samples[name], samples[FLOOR], strict=True)
         ]
         best = (nbytes / min(samples[name])) / (x_bytes / min(samples[FLOOR]))
+        pq1, pmed, pq3 = _quantiles(paired)
         out.append(
             Measurement(
                 method=name,
@@ -441,7 +483,8 @@ def measure(
                 q3_s=q3,
                 bytes=nbytes,
                 gbps=gbps,
-                ratio_to_floor=1.0 if name == FLOOR else _quantiles(paired)[1],
+                ratio_to_floor=1.0 if name == FLOOR else pmed,
+                ratio_iqr=0.0 if name == FLOOR else pq3 - pq1,
                 first_call_s=first_call[name],
                 min_s=min(samples[name]),
                 best_ratio_to_floor=1.0 if name == FLOOR else best,
@@ -455,6 +498,9 @@ def measure(
                 extra_peak_bytes=extra[name],
                 notes={
                     **({"path": paths[name]} if name in paths else {}),
+                    # faster than the machine can read, beyond the rounds' noise: a wrong floor
+                    "above_floor": name != FLOOR and pmed - 1.0 > pq3 - pq1,
+                    "floor": paths[FLOOR],
                     **({"cpu_kernel": env["cpu_kernel"]} if "cpu_kernel" in env else {}),
                     "cache_bytes": cache_bytes(device),
                     # one input set fits in the last-level cache: even rotating among sets,
@@ -478,13 +524,15 @@ _RATE_UNITS = (("B/s", 1), ("kB/s", 1e3), ("MB/s", 1e6), ("GB/s", 1e9), ("TB/s",
 
 
 def format_quantity(
-    value: float | None, units: Sequence[tuple[str, float]], digits: int = 3
+    value: float | None, units: Sequence[tuple[str, float]], digits: int = 3, whole: bool = False
 ) -> str:
     """``value`` in the largest unit that keeps it at 1 or more, to ``digits`` significant figures.
 
-    Never a rounded zero: 4.6e-6 GB/s reads "4.6 kB/s", not "0.00". Below the smallest unit the
-    number keeps its significant figures ("0.25 ns"); above the largest it grows ("1500 TiB").
-    Negative values keep their sign; an exact 0 is "0" in the smallest unit; None -> "–".
+    Never a rounded zero: 4.6e-6 GB/s reads "4.60 kB/s", not "0.00". Trailing zeros are kept
+    ("4.10 µs", "1.00 µs", "42.0 MB/s": three digits are three digits), except, with ``whole``,
+    for a count that is a whole number of the unit ("8 B", "4 KiB"). Below the smallest unit the number keeps its significant figures
+    ("0.250 ns"); above the largest it grows ("1500 TiB"). Negative values keep their sign; an
+    exact 0 is "0" in the smallest unit; None -> "–".
     """
     if value is None:
         return "–"
@@ -500,40 +548,86 @@ def format_quantity(
         if float(f"{mag / unit_size:.{digits}g}") >= 1:
             name, size = unit, unit_size
     scaled = float(f"{mag / size:.{digits}g}")
-    text = f"{scaled:.{digits}g}" if scaled < 10**digits else f"{mag / size:.0f}"
+    if whole and mag / size == int(mag / size) and scaled < 10**digits:
+        text = f"{int(mag / size)}"  # a whole number of the unit: exact, no padding
+    elif scaled < 10**digits:
+        text = format_number(scaled, digits)
+    else:
+        text = f"{mag / size:.0f}"
     return f"{sign}{text} {name}"
 
 
+def format_number(value: float | None, digits: int = 3) -> str:
+    """``value`` to ``digits`` significant figures, trailing zeros kept: 0.98 -> "0.980",
+    1 -> "1.00", 51.37 -> "51.4", 1234.5 -> "1234" (a number of ``digits`` or more digits before
+    the point is written whole); None -> "–". The one rule for every number people read here:
+    the CLI's table, the Performance page and lesson 03."""
+    if value is None:
+        return "–"
+    value = float(value)
+    if value != value or value in (float("inf"), float("-inf")):
+        return str(value)
+    if abs(value) >= 10 ** (digits - 1) and abs(value) >= 1:
+        return f"{value:.0f}" if abs(round(value)) >= 10**digits else f"{value:.{digits}g}"
+    return f"{value:#.{digits}g}".rstrip(".")
+
+
+def format_share(ratio: float | None, digits: int = 3) -> str:
+    """A ratio as a percentage to ``digits`` significant figures: 0.51 -> "51.0%",
+    0.987 -> "98.7%", 1.234 -> "123%"; None -> "–"."""
+    return "–" if ratio is None else f"{format_number(100 * ratio, digits)}%"
+
+
 def format_bytes(n: float | None) -> str:
-    """A byte count for people: 512 B, 4 KiB, 96.2 MiB (three significant figures); None -> "–"."""
-    return format_quantity(n, _BYTE_UNITS)
+    """A byte count for people: 512 B, 4 KiB, 96.2 MiB, 1.50 KiB (three significant figures, a
+    whole number of the unit written whole); None -> "–"."""
+    return format_quantity(n, _BYTE_UNITS, whole=True)
 
 
 def format_time(s: float | None) -> str:
-    """Seconds for people: 45 ns, 1.4 µs, 2.31 ms, 1.2 s (three significant figures); None -> "–"."""
+    """Seconds for people: 45.0 ns, 1.40 µs, 2.31 ms, 1.20 s (three significant figures);
+    None -> "–"."""
     return format_quantity(s, _TIME_UNITS)
 
 
 def format_rate(bytes_per_s: float | None) -> str:
     """Throughput for people, in decimal units (GB = 1e9 bytes, as in ``Measurement.gbps``):
-    4.6 kB/s, 312 MB/s, 51.4 GB/s, 1.2 TB/s (three significant figures); None -> "–"."""
+    4.60 kB/s, 312 MB/s, 51.4 GB/s, 1.20 TB/s (three significant figures); None -> "–"."""
     return format_quantity(bytes_per_s, _RATE_UNITS)
 
 
 def format_table(records: Sequence[Measurement]) -> str:
     """A fixed-width text table: one line per measurement, grouped as given."""
+    """A fixed-width text table: one line per measurement, grouped as given. 'x floor' is the
+    paired ratio to the read limit; a '!' after it marks a method above the limit beyond noise."""
     head = (
         f"{'device':<8} {'shape':<18} {'dtype':<9} {'method':<10} {'median':>10} {'IQR':>10} "
-        f"{'speed':>10} {'x floor':>8} {'best':>6} {'1st call':>10} {'extra mem':>10}"
+        f"{'speed':>11} {'x floor':>8} {'best':>6} {'1st call':>10} {'extra mem':>10}"
     )
     lines = [head, "-" * len(head)]
     for r in records:
-        ratio = f"{r.ratio_to_floor:.2f}" if r.ratio_to_floor is not None else "-"
-        best = f"{r.best_ratio_to_floor:.2f}" if r.best_ratio_to_floor is not None else "-"
+        ratio = format_number(r.ratio_to_floor) + ("!" if above_floor(r) else "")
         mem = format_bytes(r.extra_peak_bytes) if r.extra_peak_bytes is not None else "-"
         lines.append(
             f"{r.device:<8} {'x'.join(map(str, r.shape)):<18} {r.dtype:<9} {r.method:<10} "
-            f"{format_time(r.median_s):>10} {format_time(r.iqr_s):>10} {format_rate(r.gbps * 1e9):>10} {ratio:>8} {best:>6} "
+            f"{format_time(r.median_s):>10} {format_time(r.iqr_s):>10} "
+            f"{format_rate(r.gbps * 1e9):>11} {ratio:>8} {format_number(r.best_ratio_to_floor):>6} "
             f"{format_time(r.first_call_s):>10} {mem:>10}"
         )
     return "\n".join(lines)
+
+
+def floor_warnings(records: Sequence[Measurement | dict]) -> list[str]:
+    """One loud sentence per method that ran faster than the read limit beyond its noise."""
+    out = []
+    for r in records:
+        d = r if isinstance(r, dict) else r.as_dict()
+        if above_floor(d):
+            out.append(
+                f"WARNING: {d['method']} at {'x'.join(map(str, d['shape']))} on {d['device']} ran "
+                f"at {format_number(d['ratio_to_floor'])}x the read limit (IQR of the ratio "
+                f"{format_number(d.get('ratio_iqr'))}): no method can read faster than the "
+                f"machine, so the floor ({d.get('notes', {}).get('floor', 'a plain read')}) is "
+                f"wrong here, not the method."
+            )
+    return out

@@ -13,8 +13,9 @@
  * Built with -fopenmp in a process where PyTorch has already loaded its libgomp.so.1, the loader
  * reuses that library, so these loops run on PyTorch's own (already warm) OpenMP threads.
  *
- * The inner loop reads four rows at a time (one load and one store of the running sums per four
- * rows read) over a block of at most BLOCK_H numbers of a row, so the running sums stay in the L1
+ * The inner loop reads eight rows at a time (one load and one store of the running sums per eight
+ * rows read; two sums of four products, so the adds form no long chain) over a block of at most
+ * BLOCK_H numbers of a row, so the running sums stay in the L1
  * cache while x streams past once. Nothing else is read or written. Plain C99: the compiler
  * vectorizes the inner loops (-O3 -march=native); there is no -ffast-math, so NaN and inf
  * propagate as they do in PyTorch.
@@ -31,6 +32,15 @@ static void sum_rows(const float *restrict x, const float *restrict w, float *re
         float *restrict acc = s + j0;
         for (long j = 0; j < n; j++) acc[j] = 0.0f;
         long t = 0;
+        for (; t + 8 <= rows; t += 8) {
+            const float *restrict r = x + t * h + j0; /* rows t .. t+7, h apart */
+            const float w0 = w[t], w1 = w[t + 1], w2 = w[t + 2], w3 = w[t + 3];
+            const float w4 = w[t + 4], w5 = w[t + 5], w6 = w[t + 6], w7 = w[t + 7];
+            for (long j = 0; j < n; j++)
+                acc[j] += (w0 * r[j] + w1 * r[j + h] + w2 * r[j + 2 * h] + w3 * r[j + 3 * h]) +
+                          (w4 * r[j + 4 * h] + w5 * r[j + 5 * h] + w6 * r[j + 6 * h] +
+                           w7 * r[j + 7 * h]);
+        }
         for (; t + 4 <= rows; t += 4) {
             const float *restrict r = x + t * h + j0; /* rows t .. t+3, h apart */
             const float w0 = w[t], w1 = w[t + 1], w2 = w[t + 2], w3 = w[t + 3];
@@ -87,5 +97,43 @@ void weighted_rows_f32(const float *x, const float *w, float *out, float *partia
     }
 }
 
+/* The machine's read limit, built and threaded like the kernel above: the sum of n numbers of x.
+ *
+ * READ_LANES independent running sums (with -march=native on AVX-512: eight 16-float vectors),
+ * so that each add waits on one READ_LANES numbers back rather than on the add before it: the
+ * loop is bound by how fast the bytes arrive, not by the latency of a chain of adds. Units of
+ * `unit` numbers go to the threads as they come free, as in weighted_rows_f32. The result (a
+ * double, summed over units in order of completion) is returned so that the compiler cannot drop
+ * the reads; its last bits are not meant to be compared.
+ */
+#ifndef READ_LANES
+#define READ_LANES 128
+#endif
+
+static double read_block(const float *restrict x, long n) {
+    float acc[READ_LANES];
+    for (int j = 0; j < READ_LANES; j++) acc[j] = 0.0f;
+    long i = 0;
+    for (; i + READ_LANES <= n; i += READ_LANES)
+        for (int j = 0; j < READ_LANES; j++) acc[j] += x[i + j];
+    double s = 0.0;
+    for (; i < n; i++) s += x[i];
+    for (int j = 0; j < READ_LANES; j++) s += acc[j];
+    return s;
+}
+
+double read_floats(const float *x, long n, long unit, int threads) {
+    if (n <= 0 || unit <= 0 || threads <= 0) return 0.0;
+    const long n_units = (n + unit - 1) / unit;
+    double total = 0.0;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1) \
+    reduction(+ : total)
+    for (long u = 0; u < n_units; u++) {
+        const long lo = u * unit, len = (n - lo < unit) ? n - lo : unit;
+        total += read_block(x + lo, len);
+    }
+    return total;
+}
+
 /* The version of this interface, checked on load: bump it when a signature changes. */
-int weighted_rows_abi(void) { return 3; }
+int weighted_rows_abi(void) { return 4; }
