@@ -166,11 +166,11 @@ def run_phase(
     cpu0, t0 = sampler.cpu(), time.monotonic()
     try:
         extra = follow(crowd, phase_s, 5.0, wrapped, N_SLIDES, {})
+        wall, cpu = time.monotonic() - t0, sampler.cpu() - cpu0  # the class, its head start too
     finally:
         got = attack.end() if attack is not None else {}
         for st in crowd:
             st.close()
-    wall, cpu = time.monotonic() - t0, sampler.cpu() - cpu0
     rep = summarise(crowd, extra, {}, {}, proxied=True)
     refused, samples = _refusals(crowd)
     time.sleep(3)  # what stays after the attack
