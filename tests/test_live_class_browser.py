@@ -9,7 +9,11 @@ tests/test_live_browser.py (its server, its websocket observer, its waits: no fi
   opens it, a mouse click on a toggle leaves the next Space to the slides, a focused toggle takes
   Space itself.
 - Slides that fit: every slide with a question, open and revealed, on the 1920x1080 projector, and
-  a student's figure above the fold of a 1366x768 laptop, read as bounding boxes from the DOM.
+  a student's figure above the fold of a 1366x768 laptop at the reveal, read as bounding boxes.
+- Predict first, with three students: every question is asked on the slide before the one that
+  answers it, and while it is open no student's page text holds its answer (the answering
+  slide's title, code and narration, the explanation, a typed answer's value); no counts until
+  the teacher shows them.
 - One student per browser: four tabs of one student count once and keep the name through a reload
   and a server restart. End the class asks first.
 
@@ -24,7 +28,7 @@ import time
 import pytest
 
 from attnviz import examples
-from attnviz.classroom import Classroom, deck, open_store, questions
+from attnviz.classroom import Classroom, deck, open_store, peer, questions
 from tests.test_live_browser import (
     _CALM_APP,
     _DRAWN,
@@ -42,8 +46,11 @@ from tests.test_live_browser import (
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-KEYS = [s.key for s in deck.story(*examples.classic()).slides]
-ASKED = sorted(1 + KEYS.index(q.slide) for q in questions(*examples.classic()))  # [3, 7, 8, 10, 12]
+SLIDES = deck.story(*examples.classic()).slides
+KEYS = [s.key for s in SLIDES]
+QUESTIONS = questions(*examples.classic())
+#: each question with the slide it is asked on: the one before the slide that answers it
+ASKED = [(KEYS.index(q.slide), q) for q in QUESTIONS]  # 1-based: slide 2, 4, 6, 6, 9
 ANNOUNCED = "Another device is presenting this class"
 
 # where the slide's parts are on screen (px from the window's top), and how far the page scrolls
@@ -142,21 +149,26 @@ def test_the_teacher_stays_the_teacher_keys_act_where_they_should_and_slides_fit
         teacher.get_by_text("Show the join code").click()  # hidden again, by the mouse
         teacher.get_by_text("Join at").wait_for(state="detached", timeout=WAIT_MS)
 
-        # every slide with a question fits the projector, open and revealed
+        # every slide with a question fits the projector: open (the question covers the slide:
+        # no figure), and revealed (the slide beside its question)
         fits = {}
-        for k in ASKED:
+        for k, q in ASKED:
             while _room(env).state(code).slide < k:
                 _press(teacher, wire, "ArrowRight", _room(env).state(code).slide + 1)
-            for revealed in (False, True):
-                _click(teacher, wire, "Reveal the answer" if revealed else "Ask the class")
-                _shows_question(teacher, revealed)
-                fits[(k, revealed)] = boxes = _boxes(teacher, wire)
-                for part in ("figure", "question", "bar"):  # seen from the page's top
-                    bottom = boxes[part]["bottom"] + boxes["scrolled"]
-                    assert bottom <= PROJECTOR["height"], (k, revealed, part, boxes)
+            wire.ready()
+            teacher.locator(f".st-key-wt_ask_{q.id} button").click()
+            _shows_question(teacher, False)
+            teacher.get_by_text(re.compile(r"^\d+\. Predict first$")).wait_for(timeout=WAIT_MS)
+            assert teacher.locator("[data-testid=stPlotlyChart]").count() == 0
+            _click(teacher, wire, "Reveal the answer")
+            _shows_question(teacher, True)
+            fits[(k, q.id)] = boxes = _boxes(teacher, wire)
+            for part in ("figure", "question", "bar"):  # seen from the page's top
+                bottom = boxes[part]["bottom"] + boxes["scrolled"]
+                assert bottom <= PROJECTOR["height"], (k, q.id, part, boxes)
             _click(teacher, wire, "Close the question")
-            teacher.get_by_role("button", name="Ask the class").wait_for(timeout=WAIT_MS)
-        print("\nprojector, question open / revealed:", fits)
+            teacher.locator(f".st-key-wt_ask_{q.id} button").wait_for(timeout=WAIT_MS)
+        print("\nprojector, question revealed:", fits)
 
         # the private link: copied, never drawn
         _menu(teacher, wire)
@@ -212,6 +224,8 @@ def test_one_student_per_browser_keeps_their_name_and_sees_the_figure(
     started = room.start()  # the teacher, without a browser
     code, token = started.code, started.token
     laptop = chromium.new_context(viewport=LAPTOP)
+    other_a = chromium.new_context(viewport=LAPTOP)  # two more students, a browser each
+    other_b = chromium.new_context(viewport=LAPTOP)
     try:
         first, wire = _open(laptop, f"{server.url}/walkthrough")
         first.get_by_text("Live class: start one, or join with a code").click()
@@ -240,21 +254,64 @@ def test_one_student_per_browser_keeps_their_name_and_sees_the_figure(
             page.wait_for_selector(_CALM_APP, state="attached", timeout=WAIT_MS)
         assert list(room.store.members(code).values()) == ["Bob"]  # one student, named
 
-        # each of the class's questions: the figure starts above the laptop's fold (the question
-        # sits beside it, and its reveal stays there)
-        page, w = tabs[0]
-        for k in ASKED:
+        # predict first, with three students: each question asked on the slide before the one
+        # that answers it; while it is open, no student's page text holds its answer
+        tabs[1][0].close()
+        for i, context in enumerate((other_a, other_b)):
+            page, w = _open(context, f"{server.url}/walkthrough?class={code}")
+            page.get_by_text(re.compile("following the teacher")).wait_for(timeout=WAIT_MS)
+            tabs[1 + i : 2 + i] = [(page, w)]
+        students = tabs[:3]
+        assert len(room.store.members(code)) == 3
+        checked = {}
+        for k, q in ASKED:
             room.move(code, token, k, N_SLIDES)
+            for page, _ in students:
+                _on_slide(page, k)
+            peer.ask(room, code, token, q)
+            answer_words = _answer_words(q)
+            for page, _ in students:
+                page.get_by_role("button", name="Send my answer").wait_for(timeout=WAIT_MS)
+                page.get_by_text(re.compile(r"^\d+\. Predict first$")).wait_for(timeout=WAIT_MS)
+                text = page.inner_text("body")
+                assert q.prompt.split(":")[0] in text  # the question is there...
+                found = [words for words in answer_words if words in text]
+                assert found == [], (q.id, found)  # ...its answer is not
+                assert page.locator(".wt-bar").count() == 0  # nor any count
+            # a student who steps on to the slide that answers it still sees only the question
+            page, w = students[1]
+            w.ready()
+            page.get_by_role("button", name="Next").click()
+            _on_slide(page, k + 1)
+            page.get_by_text(re.compile(r"^\d+\. Predict first$")).wait_for(timeout=WAIT_MS)
+            text = page.inner_text("body")
+            assert [words for words in answer_words if words in text] == [], q.id
+            w.ready()
+            page.get_by_role("button", name=re.compile("Back to slide")).click()
             _on_slide(page, k)
-            q = next(q for q in questions(*examples.classic()) if q.slide == KEYS[k - 1])
-            room.ask(code, token, q)
-            page.get_by_role("button", name="Send my answer").wait_for(timeout=WAIT_MS)
-            boxes = _boxes(page, w)
+            checked[q.id] = len(answer_words)
+            peer.reveal(room, code, token)
+            page, w = students[0]
+            page.get_by_text("The answer:", exact=False).wait_for(timeout=WAIT_MS)
+            boxes = _boxes(page, w)  # at the reveal the slide is back, above the laptop's fold
             assert boxes["figure"]["top"] + boxes["scrolled"] < LAPTOP["height"], (k, boxes)
             room.close_question(code, token)
-        assert list(room.store.members(code).values()) == ["Bob"]
-        for page, _ in tabs:
+        print("\nanswer texts absent while open, per question:", checked)
+        assert "Bob" in room.store.members(code).values()
+        for page, _ in students:
             assert page.locator('[data-testid="stException"]').count() == 0
     finally:
         laptop.close()
+        other_a.close()
+        other_b.close()
         server.stop()
+
+
+def _answer_words(q) -> list[str]:
+    """Text that gives q's answer away: the answering slide's title and first sentence, the
+    explanation's first words, and a typed answer's value (a choice's words are its options)."""
+    slide = SLIDES[KEYS.index(q.slide)]
+    words = [slide.title, slide.narration.split(". ")[0].replace("`", ""), q.why[:40]]
+    if q.kind.value != "choice":
+        words.append(q.label(q.answer))
+    return [w for w in words if w]
