@@ -234,6 +234,17 @@ def _known(question: Question) -> list[str]:
     return []
 
 
+def frozen_rounds(r: Classroom, record: ClassRecord, question: Question):
+    """The rounds of a question whose answers are frozen (votes shown, or revealed): read from the
+    store once per change of the class (its version), not at every poll."""
+    ss = st.session_state
+    key = (record.code, record.version, question.id)
+    if ss.get("wt_frozen_key") != key:
+        ss["wt_frozen"] = peer.rounds(r, record.code, question, r.members(record.code))
+        ss["wt_frozen_key"] = key
+    return ss["wt_frozen"]
+
+
 def student_panel(r: Classroom, record: ClassRecord, question: Question) -> None:
     """A student's side: the card and the answer form (open), the votes (shown), and at the
     reveal whether they were right, with their own mistake explained."""
@@ -245,7 +256,7 @@ def student_panel(r: Classroom, record: ClassRecord, question: Question) -> None
     mine = ss[mine_key]
     st.html(card_html(question))
     if a.stage is not peer.Stage.OPEN:
-        rounds = peer.rounds(r, record.code, question, r.members(record.code))
+        rounds = frozen_rounds(r, record, question)
         st.html(rounds_html(question, rounds, revealed=a.stage is peer.Stage.REVEALED))
     if a.stage is peer.Stage.REVEALED:
         answer, why = inert(question.label(question.answer)), inert(question.why)
