@@ -174,3 +174,19 @@ def test_a_name_that_looks_like_a_formula_is_quoted_in_the_csv(room, qs):
     peer.answer(room, started.code, s, qs["sum_axis"], "1")
     text = results.to_csv(results.collect(room, started.code, (qs["sum_axis"],), names=True))
     assert "'=HYPERLINK(1)" in text
+
+
+def test_a_question_asked_again_after_its_reveal_starts_a_fresh_round(room, qs):
+    started, (a, b) = _class(room, 2)
+    q = qs["sum_axis"]
+    peer.ask(room, started.code, started.token, q)
+    peer.answer(room, started.code, a, q, "0")
+    peer.reveal(room, started.code, started.token)
+    room.close_question(started.code, started.token)
+    peer.ask(room, started.code, started.token, q)  # asked again: round 2, empty
+    assert peer.asked(room.state(started.code)) == peer.Asked(q.id, 2, peer.Stage.OPEN)
+    assert peer.my_answer(room, started.code, a, q, 2) is None  # no answer carried over
+    peer.answer(room, started.code, b, q, "1")
+    first, second = peer.rounds(room, started.code, q, 2)
+    assert [(r.label, r.count) for r in first.rows] == [(q.label("0"), 1)]
+    assert [(r.label, r.count) for r in second.rows] == [(q.label("1"), 1)]

@@ -1,13 +1,14 @@
 """Peer instruction on a live class: vote alone with the counts hidden, see the votes when the
 teacher shows them, vote again after discussing, then the reveal.
 
-The class's ``question`` field says where the question is: ``id`` (round 1) or ``id@2`` (round
-2), with ``+votes`` while the round's votes are shown and its answer is not. Each round's answers
-are stored under its own key (``id``, ``id@2``), so round 1 is kept when round 2 opens.
+The class's ``question`` field says where the question is: ``id`` (round 1) or ``id@n`` (round
+n, up to ``ROUNDS``), with ``+votes`` while the round's votes are shown and its answer is not.
+Each round's answers are stored under its own key (``id``, ``id@2``, ...), so a round is kept
+when the next opens, and a question asked again after its reveal starts from an empty round.
 
-    ask(room, code, token, q)        # round 1 open: every screen shows the question, no counts
+    ask(room, code, token, q)        # a fresh round open: every screen shows the question, no counts
     show_votes(room, code, token)    # answers frozen; counts, percentages, "N of M answered"
-    again(room, code, token, q)      # round 2 open ("vote again after discussing")
+    again(room, code, token, q)      # the next round open ("vote again after discussing")
     reveal(room, code, token)        # the right answer and each common wrong answer explained
 """
 
@@ -22,7 +23,7 @@ from attnviz.classroom.question import Question, is_right
 from attnviz.classroom.service import ClassError, Classroom, Problem, Tally
 from attnviz.classroom.store import ClassRecord, Phase
 
-ROUNDS = 2
+ROUNDS = 4  # a question asked again after its reveal opens a fresh round: answers never leak back
 _KEY = re.compile(r"([a-z][a-z0-9_]{0,39})(?:@([2-9]))?(\+votes)?")
 
 
@@ -68,8 +69,17 @@ def in_round(question: Question, round_: int) -> Question:
 
 
 def ask(room: Classroom, code: str, token: str, question: Question) -> ClassRecord:
-    """Open round 1 of question (its earlier answers, if any, stay until changed)."""
-    return room.ask(code, token, question)
+    """Open the question's first round that has no answers yet (round 1 the first time): asked
+    again after a reveal, nobody's earlier answer stands in the new round."""
+    fresh = next(
+        (n for n in range(1, ROUNDS + 1) if not room.tally(code, in_round(question, n)).total),
+        None,
+    )
+    if fresh is None:
+        raise ClassError(Problem.NOT_OPEN, f"This question has had its {ROUNDS} rounds.")
+    if fresh == 1:
+        return room.ask(code, token, question)
+    return room._teacher(code, token, question=key(question.id, fresh), phase=Phase.OPEN)
 
 
 def _now(room: Classroom, code: str) -> Asked:
@@ -88,11 +98,11 @@ def show_votes(room: Classroom, code: str, token: str) -> ClassRecord:
 
 
 def again(room: Classroom, code: str, token: str, question: Question) -> ClassRecord:
-    """Open round 2 of the question on screen: everyone votes again after discussing; round 1's
-    answers are kept."""
+    """Open the next round of the question on screen: everyone votes again after discussing; the
+    earlier rounds' answers are kept."""
     a = _now(room, code)
     if a.id != question.id or a.round >= ROUNDS or a.stage is Stage.OPEN:
-        raise ClassError(Problem.NOT_OPEN, "Show round 1's votes before a second round.")
+        raise ClassError(Problem.NOT_OPEN, "Show this round's votes before another round.")
     return room._teacher(code, token, question=key(a.id, a.round + 1), phase=Phase.OPEN)
 
 

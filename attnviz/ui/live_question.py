@@ -98,7 +98,7 @@ def teacher_panel(r: Classroom, record: ClassRecord, question: Question) -> None
         answered = now.answered if now else 0
         st.html(
             f'<div class="wt-total" role="status">{answered} of {max(joined, answered)} answered'
-            f"{' (round 2: vote again after discussing)' if a.round > 1 else ''}</div>"
+            f"{f' (round {a.round}: vote again after discussing)' if a.round > 1 else ''}</div>"
             + '<div class="wt-hidden">The votes are hidden until you show them.</div>'
         )
     else:
@@ -277,7 +277,7 @@ def student_panel(r: Classroom, record: ClassRecord, question: Question) -> None
             st.caption(f"Your answer: {inert(question.label(mine))}")
         return
     if a.round > 1:
-        st.caption("Round 2: vote again after discussing with your neighbour.")
+        st.caption(f"Round {a.round}: vote again after discussing with your neighbour.")
     with st.form(f"wt_answer_{question.id}", border=False):
         if question.kind is Kind.CHOICE:
             st.radio(
