@@ -450,6 +450,7 @@ def test_every_playground_tab_is_legible_on_a_phone(phone, server, key):
         page.wait_for_timeout(250)
     _settle(page)
     info = page.evaluate(_CELLS) or {"texts": []}
+    page.locator('[data-testid="stTabs"]').evaluate("e => e.scrollIntoView()")  # the tab's content
     page.screenshot(path=SHOTS / f"playground_phone_{key}.png")
     assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
     assert _colliding(info["texts"]) == [], key
