@@ -3,8 +3,10 @@
 - ``navigation.pages()``: the app's pages (Playground, Walkthrough, Performance) for ``st.navigation``.
 - ``playground``, ``walkthrough``, ``performance``: one page each, wrapped by ``boundary.guarded``;
   ``sections`` (the Playground's tabs) and ``expression`` (the expression tab and its verdict).
-- ``live_class`` (start, join, follow, check-in questions) and ``live_screen`` (the small local
-  component that reports the window size, sends the keyboard's moves and keeps the teacher's token).
+- ``live_class`` (start, join, follow, check-in questions), ``live_members`` (the teacher's
+  students: remove one, close the class to new students) and ``live_screen`` (the small local
+  component that reports the window size, sends the keyboard's moves and keeps the teacher's token;
+  it acts only on its own page's messages). ``client`` (the visitor's address, for every limit).
 - ``cached`` (every cache: ``st.cache_data`` with a TTL and a byte budget) and ``current`` (the
   example on screen, as one typed value).
 - ``boundary`` (the error boundary of pages and callbacks), ``compat`` (every change to Streamlit's
