@@ -135,6 +135,27 @@ def fused_path(x: Tensor, w: Tensor) -> str:
     return "bmm"
 
 
+def fused_reason(x: Tensor, w: Tensor) -> str:
+    """Why ``weighted_sum_fused(x, w)`` runs what ``fused_path`` names, in one clause (tables, the
+    Performance page): e.g. why the classic 2x3x5 runs as bmm."""
+    path = fused_path(x, w)
+    n = x.numel()
+    if path == "bmm" and x.device.type == "cpu":
+        if not x.is_contiguous():
+            return "x is strided, and the row sum reads contiguous rows"
+        return (
+            f"x has {n:,} numbers, under the {CPU_ROWS_MIN_NUMEL:,} from which the row sum's "
+            f"set-up (a few microseconds) pays off: one bmm call is quicker"
+        )
+    if path == "bmm":
+        return f"no one-pass kernel for {x.dtype} on {x.device.type} here"
+    if path == "embedding-bag row sum":
+        built = native.build()
+        why = built.detail if not built.ok else f"the C kernel takes float32 only, x is {x.dtype}"
+        return f"no C kernel for this input ({why})"
+    return "one pass over x, no (B, T, H) temporary"
+
+
 # ---------------------------------------------------------------------------------------------
 # "auto": the fastest method for the device and the size.
 

@@ -64,15 +64,20 @@ def test_the_floors_extra_memory_is_the_same_every_run():
         assert recs[0].extra_peak_bytes == 0 and recs[0].notes["floor"] == "C read loop"
 
 
-def _beat(ratio, iqr, method="fused"):
+def _beat(ratio, iqr, method="fused", shape=(8, 512, 1024)):
     return {
         "method": method,
-        "shape": [2, 3, 5],
+        "shape": list(shape),
         "device": "cpu",
+        "dtype": "float32",
         "ratio_to_floor": ratio,
         "ratio_iqr": iqr,
         "notes": {"floor": "C read loop"},
     }
+
+
+def test_tiny_calls_measure_fixed_costs_and_are_never_flagged():
+    assert not bench.above_floor(_beat(3.0, 0.1, "bmm", shape=(2, 3, 5)))
 
 
 @pytest.mark.parametrize(
@@ -90,7 +95,7 @@ def test_a_method_above_the_read_limit_beyond_its_noise_is_flagged(ratio, iqr, m
     warned = bench.floor_warnings([_beat(ratio, iqr, method)])
     assert len(warned) == int(above)
     if above:
-        assert warned[0].startswith("WARNING: fused at 2x3x5") and "floor" in warned[0]
+        assert warned[0].startswith("WARNING: fused at 8x512x1024") and "floor" in warned[0]
 
 
 def test_records_carry_the_flag_and_the_ratios_spread(tiny_records):
@@ -472,3 +477,51 @@ def test_figures_shade_the_cache_sizes_and_open_the_noisy_markers():
         assert list(bmm.marker.symbol) == ["circle-open", "circle"]
         text = fig.layout.meta["description"]
         assert "fit in the CPU's last-level cache" in text and "bmm at 2x3x5" in text
+
+
+# --- the sweep crosses the cache: sizes past the last-level cache, within a quarter of RAM ---
+
+MIB, GIB = 2**20, 2**30
+
+
+def _top(limit):
+    return max(sweep_module.input_bytes(s, torch.float32) for s in sizes_up_to(limit))
+
+
+@pytest.mark.parametrize(
+    ("llc", "ram", "hard", "words"),
+    [
+        (32 * MIB, 24 * GIB, None, "past 2x the 32 MiB"),  # an AMD EPYC: past at 96 MiB
+        (480 * MIB, 24 * GIB, None, "past 2x the 480 MiB"),  # the Xeon of issue 32
+        (480 * MIB, 2 * GIB, None, "a quarter of this machine's 2 GiB"),
+        (480 * MIB, 24 * GIB, 512 * MIB, "this server's cap of 512 MiB per job"),
+    ],
+)
+def test_the_sweep_crosses_the_cache_or_says_what_stops_it(llc, ram, hard, words):
+    limit, note = sweep_module.crossing_limit(
+        64 * MIB, llc_bytes=llc, ram_bytes=ram, hard_cap_bytes=hard
+    )
+    assert words in note and limit <= ram // 4 and (hard is None or limit <= hard)
+    if "past" in note:
+        assert _top(limit) >= 2 * llc
+    else:
+        assert _top(limit) < 2 * llc and "short of" in note
+
+
+def test_cache_levels_read_the_sysfs_layout(tmp_path):
+    for i, (level, kind, size) in enumerate(
+        [
+            (1, "Data", "32K"),
+            (1, "Instruction", "32K"),
+            (2, "Unified", "1024K"),
+            (3, "Unified", "32768K"),
+        ]
+    ):
+        d = tmp_path / f"index{i}"
+        d.mkdir()
+        (d / "level").write_text(f"{level}\n")
+        (d / "type").write_text(f"{kind}\n")
+        (d / "size").write_text(f"{size}\n")
+    got = bench.devices.cache_levels(str(tmp_path))
+    assert got == {1: 32 * 2**10, 2: MIB, 3: 32 * MIB}
+    assert bench.devices.cache_levels(str(tmp_path / "missing")) == {}

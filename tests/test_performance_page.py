@@ -12,7 +12,9 @@ import torch
 from streamlit.testing.v1 import AppTest
 from streamlit.util import calc_hash
 
-from attnviz.bench.harness import NOISY_SPREAD
+from attnviz.bench import request
+from attnviz.bench.devices import cache_bytes
+from attnviz.bench.harness import NOISY_SPREAD, input_bytes
 from attnviz.ui import performance
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
@@ -81,7 +83,7 @@ def test_speed_is_a_positive_number_with_a_unit():
 def test_ratio_column_says_higher_is_faster():
     at = _timed(_app(), ["bmm"])
     table = _result_table(at)
-    assert performance.RATIO == "% of the floor's speed (higher is faster)"
+    assert performance.RATIO == "% of the read limit (higher is faster)"
     assert table.loc["floor", performance.RATIO] == "100%"
     assert PERCENT.match(table.loc["bmm", performance.RATIO])
 
@@ -95,7 +97,8 @@ def test_spread_and_steadiness_are_shown_for_every_method():
 
 def test_caption_explains_the_floor_and_the_cache():
     text = _texts(_app())
-    assert "DRAM-bandwidth floor" in text and "fits in cache" in text
+    assert "read limit" in text and "none can beat the read limit" in text
+    assert "fits in a cache" in text and "from memory (DRAM)" in text
     assert f"{NOISY_SPREAD:.0%} of its median" in text
 
 
@@ -134,13 +137,28 @@ def test_forged_long_method_list_gives_a_plain_message():
 @pytest.mark.slow
 def test_performance_sweep_draws_time_bandwidth_and_memory(monkeypatch):
     monkeypatch.setattr(performance, "SWEEP_MAX_INPUT_BYTES", 16 * 2**10)  # two small sizes
+    monkeypatch.setattr(performance, "sweep_reach", lambda: (16 * 2**10, "The sizes stop here."))
     at = _app()
     at.multiselect(key="pf_methods").set_value(["broadcast", "bmm"]).run()
     at.button(key="pf_sweep").click().run()
     assert not at.exception and not at.error
     charts = {e.proto.id for e in at.get("plotly_chart")}
     assert len(charts) == 3
-    assert "Read floor on cpu" in _texts(at) and "Crossover" in _texts(at)
+    assert "Best read limit on cpu" in _texts(at) and "Crossover" in _texts(at)
+    assert "The sizes stop here." in _texts(at)
     sweep = next(d.value for d in at.dataframe if "shape" in d.value.columns)
     assert set(sweep["data"]) <= {"fits in cache", "from memory"}
     assert all(RATE.match(v) for v in sweep["speed"])
+
+
+def test_the_default_sweep_reaches_past_the_last_level_cache_or_says_why():
+    limit, note = performance.sweep_reach()
+    top = max(input_bytes(s, torch.float32) for s in request.offered_sizes(limit))
+    assert top <= performance.APP_MAX_INPUT_BYTES
+    assert (top >= 2 * cache_bytes("cpu") and "past" in note) or "short of" in note
+
+
+def test_the_2x3x5_case_says_why_fused_runs_as_bmm():
+    at = _timed(_app(), ["fused"])
+    runs_as = _result_table(at).loc["fused", "runs as"]
+    assert runs_as.startswith("bmm: x has 30 numbers") and "quicker" in runs_as

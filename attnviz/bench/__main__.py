@@ -22,7 +22,7 @@ from attnviz.bench.harness import (
     parse_shape,
 )
 from attnviz.bench.overhead import OVERHEAD_METHODS, format_overhead, measure_overhead
-from attnviz.bench.sweep import max_bytes, sizes_up_to, sweep
+from attnviz.bench.sweep import crossing_limit, max_bytes, sizes_up_to, sweep
 from attnviz.errors import AttnvizError
 
 
@@ -38,7 +38,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--sizes",
         default=None,
         help="comma-separated BxTxH, e.g. 2x3x5,48x512x1024 (default: the ladder up to what "
-        "free memory allows, at most 256 MiB of inputs on the CPU and 1 GiB on a GPU)",
+        "free memory allows, at most 256 MiB of inputs on the CPU, or past twice its last-level "
+        "cache within a quarter of RAM, and 1 GiB on a GPU)",
     )
     p.add_argument(
         "--methods",
@@ -99,6 +100,9 @@ def main(argv: list[str] | None = None) -> int:
         records = []
         for device in devices:
             default_cap = 2**28 if device == "cpu" else 2**30  # the slow methods stay bearable
+            if device == "cpu" and not sizes:  # cross the cache: past it, within 1/4 of RAM
+                default_cap, reach = crossing_limit(default_cap, dtype=dtype)
+                print(reach, file=sys.stderr)
             todo = sizes or sizes_up_to(min(max_bytes(device), default_cap), dtype)
             recs = sweep(
                 devices=[device],
@@ -131,14 +135,11 @@ def main(argv: list[str] | None = None) -> int:
                     f"floor on {device}: {floor}, a plain read of x, the machine's read limit: "
                     f"no method that reads x once can beat it."
                 )
-            ran: dict[tuple[str, str], list[str]] = {}  # (device, path) -> shapes
             for r in records:
                 if r.method == "fused" and "path" in r.notes:
-                    ran.setdefault((r.device, r.notes["path"]), []).append(
-                        "x".join(map(str, r.shape))
-                    )
-            for (device, path), shapes in ran.items():
-                print(f"fused on {device}: {path} at {', '.join(shapes)}")
+                    shape = "x".join(map(str, r.shape))
+                    why = f" ({r.notes['why']})" if "why" in r.notes else ""
+                    print(f"fused on {r.device} at {shape}: {r.notes['path']}{why}")
             kernels = {r.notes["cpu_kernel"] for r in records if "cpu_kernel" in r.notes}
             for k in sorted(kernels):
                 print(f"C kernel: {k}")

@@ -161,3 +161,35 @@ def cache_bytes(device: str | torch.device) -> int:
         except (OSError, ValueError):
             continue
     return 32 * 2**20
+
+
+def _size_text(text: str) -> int:
+    """ "1024K" -> 1048576, "32M" -> 33554432, "512" -> 512."""
+    text = text.strip().upper().removesuffix("B")
+    mult = {"K": 2**10, "M": 2**20, "G": 2**30}.get(text[-1:], 1)
+    return int(text.rstrip("KMG")) * mult
+
+
+def cache_levels(root: str = "/sys/devices/system/cpu/cpu0/cache") -> dict[int, int]:
+    """The CPU's data caches as {level: bytes one core sees} (1: L1d, 2: L2, 3: L3), read from
+    ``root`` (Linux sysfs); {} where it cannot be read. Instruction caches are left out."""
+    out: dict[int, int] = {}
+    try:
+        entries = sorted(os.listdir(root))
+    except OSError:
+        return out
+    for entry in entries:
+        if not entry.startswith("index"):
+            continue
+        try:
+            with open(f"{root}/{entry}/type", encoding="utf-8") as f:
+                kind = f.read().strip()
+            with open(f"{root}/{entry}/level", encoding="utf-8") as f:
+                level = int(f.read().strip())
+            with open(f"{root}/{entry}/size", encoding="utf-8") as f:
+                size = _size_text(f.read())
+        except (OSError, ValueError):
+            continue
+        if kind in ("Data", "Unified"):
+            out[level] = max(out.get(level, 0), size)
+    return out

@@ -124,12 +124,24 @@ def is_noisy(r: Measurement | dict) -> bool:
     return d["median_s"] <= 0 or d.get("iqr_s", 0.0) > NOISY_SPREAD * d["median_s"]
 
 
+# below this many bytes of x a call's fixed costs (Python, dispatch, ctypes) outweigh its reads,
+# so no floor is a read limit there and nothing is flagged for beating it
+FLAG_MIN_BYTES = 2**20
+
+
 def above_floor(r: Measurement | dict) -> bool:
     """True when ``r`` ran faster than the read limit by more than its noise: its paired ratio to
-    the floor exceeds 1 by more than the interquartile range of that ratio over the rounds."""
+    the floor exceeds 1 by more than the interquartile range of that ratio over the rounds (for x
+    of at least FLAG_MIN_BYTES; smaller calls measure fixed costs, not reads)."""
     d = r if isinstance(r, dict) else r.as_dict()
     ratio = d.get("ratio_to_floor")
     if d["method"] == FLOOR or ratio is None:
+        return False
+    b, t, h = d["shape"]
+    if (
+        b * t * h * torch.empty((), dtype=parse_dtype(d.get("dtype", "float32"))).element_size()
+        < FLAG_MIN_BYTES
+    ):
         return False
     return ratio - 1.0 > (d.get("ratio_iqr") or 0.0)
 
@@ -448,7 +460,7 @@ def measure(
         for name in names:
             extra[name] = peak_extra_bytes(lambda f=fns[name]: f(*sets[0]), device)
 
-    from attnviz.fused import choose_method, fused_path
+    from attnviz.fused import choose_method, fused_path, fused_reason
 
     # what the floor, "fused" and "auto" ran on these inputs
     paths = dict(RUNS_AS, fused=fused_path(x0, w0), **{FLOOR: floor_runs(x0)})
@@ -498,8 +510,11 @@ def measure(
                 extra_peak_bytes=extra[name],
                 notes={
                     **({"path": paths[name]} if name in paths else {}),
+                    **({"why": fused_reason(x0, w0)} if name in ("fused", "auto") else {}),
                     # faster than the machine can read, beyond the rounds' noise: a wrong floor
-                    "above_floor": name != FLOOR and pmed - 1.0 > pq3 - pq1,
+                    "above_floor": name != FLOOR
+                    and x_bytes >= FLAG_MIN_BYTES
+                    and pmed - 1.0 > pq3 - pq1,
                     "floor": paths[FLOOR],
                     **({"cpu_kernel": env["cpu_kernel"]} if "cpu_kernel" in env else {}),
                     "cache_bytes": cache_bytes(device),

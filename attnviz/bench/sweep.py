@@ -11,7 +11,13 @@ from collections.abc import Callable, Iterable, Sequence
 
 import torch
 
-from attnviz.bench.devices import free_memory_bytes, resolve_devices
+from attnviz.bench.devices import (
+    cache_bytes,
+    cache_levels,
+    free_memory_bytes,
+    resolve_devices,
+    system_memory_bytes,
+)
 from attnviz.bench.harness import (
     DEFAULT_METHODS,
     FLOOR,
@@ -39,6 +45,69 @@ LADDER: tuple[tuple[int, int, int], ...] = (
     (256, 1024, 1024),
     (64, 8192, 1024),
 )
+
+
+RAM_SHARE = 4  # a sweep's inputs stay under 1/RAM_SHARE of the machine's memory
+PAST_CACHE = 2  # "past the last-level cache": inputs at least this many times its size
+
+
+def crossing_limit(
+    cap_bytes: int,
+    *,
+    llc_bytes: int | None = None,
+    ram_bytes: int | None = None,
+    hard_cap_bytes: int | None = None,
+    dtype: torch.dtype = torch.float32,
+    ladder: Sequence = LADDER,
+) -> tuple[int, str]:
+    """(input bytes the sweep goes up to, a sentence saying where that is against the caches).
+
+    The sweep should cross the cache on any machine: from sizes that sit in L2 to inputs at
+    least PAST_CACHE x the last-level cache (``llc_bytes``, default: read from the machine). It
+    goes at least to ``cap_bytes`` (the usual bound), further when that stops short of the
+    cache, never above 1/RAM_SHARE of RAM (``ram_bytes``), ``hard_cap_bytes`` (a server's cap per
+    job) nor past the ladder's largest size. The sentence says plainly when a cap stops the sweep
+    short of memory.
+    """
+    llc = llc_bytes if llc_bytes is not None else cache_bytes("cpu")
+    ram = ram_bytes if ram_bytes is not None else (system_memory_bytes() or 0)
+    want = PAST_CACHE * llc
+    reach = [input_bytes(s, dtype) for s in ladder if input_bytes(s, dtype) >= want]
+    target = max(cap_bytes, min(reach) if reach else input_bytes(ladder[-1], dtype))
+    ram_cap = ram // RAM_SHARE if ram else target
+    hard = hard_cap_bytes if hard_cap_bytes is not None else target
+    limit = min(target, ram_cap, hard)
+    top = max(input_bytes(s, dtype) for s in sizes_up_to(limit, dtype, ladder))
+    from attnviz.bench.harness import format_bytes
+
+    if top >= want:
+        return limit, (
+            f"The sizes run up to {format_bytes(top)} of input, past {PAST_CACHE}x the "
+            f"{format_bytes(llc)} last-level cache, so the largest ones come from memory."
+        )
+    why = (
+        f"a quarter of this machine's {format_bytes(ram)} of memory"
+        if limit == ram_cap and ram_cap < target
+        else f"this server's cap of {format_bytes(hard)} per job"
+        if limit == hard and hard < target
+        else "the largest size there is to time"
+        if not reach
+        else f"the cap of {format_bytes(cap_bytes)}"
+    )
+    return limit, (
+        f"The sizes stop at {format_bytes(top)} of input ({why}), short of {PAST_CACHE}x the "
+        f"{format_bytes(llc)} last-level cache: on this machine every size here is partly or "
+        f"wholly read from cache, and the in-memory speed is not shown."
+    )
+
+
+def cache_marks(llc_bytes: int | None = None) -> dict[str, int]:
+    """{"L2": bytes, "L3": bytes, ...} of the CPU's caches for figures; the last level at least."""
+    levels = cache_levels()
+    marks = {f"L{k}": v for k, v in sorted(levels.items()) if k >= 2}
+    if not marks:
+        marks = {"last-level cache": llc_bytes or cache_bytes("cpu")}
+    return marks
 
 
 def max_bytes(device: str | torch.device, fraction: float = 0.5) -> int:
