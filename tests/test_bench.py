@@ -314,13 +314,16 @@ def test_performance_figures_are_data_with_descriptions(tiny_records):
     ]
     fig = time_vs_bytes_figure(recs)
     names = {t.name for t in fig.data if " · " in t.name}
-    assert names == {"floor · cpu", "broadcast · cpu", "bmm · cpu", "fused · cpu"}
+    assert names == {"read limit · cpu", "broadcast · cpu", "bmm · cpu", "fused · cpu"}
     bmm = next(t for t in fig.data if t.name == "bmm · cpu")
     assert list(bmm.x) == [(30 + 6) * 4, (512 + 32) * 4]
     assert list(bmm.y) == [r.median_s for r in recs if r.method == "bmm"]
     assert "4x8x16" in fig.layout.meta["description"]
     roof = roofline_figure(recs)
     assert "read floor" in roof.layout.meta["description"]
+    assert "no method can beat it" in roof.layout.meta["description"]
+    limit = next(t for t in roof.data if t.name == "read limit · cpu")
+    assert list(limit.y) == [r.gbps for r in recs if r.method == "floor"]  # a line, every size
     assert list(next(t for t in roof.data if t.name == "fused · cpu").y) == [
         r.gbps for r in recs if r.method == "fused"
     ]
@@ -477,6 +480,9 @@ def test_figures_shade_the_cache_sizes_and_open_the_noisy_markers():
         assert list(bmm.marker.symbol) == ["circle-open", "circle"]
         text = fig.layout.meta["description"]
         assert "fit in the CPU's last-level cache" in text and "bmm at 2x3x5" in text
+        assert "from memory (DRAM)" in text and "at least once" in text
+        regimes = {a.text.strip() for a in fig.layout.annotations}
+        assert {"in cache", "from memory"} <= regimes
 
 
 # --- the sweep crosses the cache: sizes past the last-level cache, within a quarter of RAM ---

@@ -1,12 +1,15 @@
 """Performance figures from benchmark records (``attnviz.bench`` Measurements or their dicts).
 
 - ``time_vs_bytes_figure``: median time vs input size, per method per device (log-log), the read
-  floor dashed, error bars from the interquartile range, and where a GPU overtakes the CPU.
-- ``roofline_figure``: achieved GB/s vs input size, with each device's read floor as its roof.
+  limit (the floor: a plain read of x at the machine's speed) dotted, error bars from the
+  interquartile range, and where a GPU overtakes the CPU.
+- ``roofline_figure``: achieved GB/s vs input size, with the read limit drawn as a line at every
+  size and each device's best read as its roof.
 
-Both shade the sizes whose data fits in the last-level cache (there the floor is not a memory
-floor and a method can beat it) and draw noisy points (IQR above ``NOISY_SPREAD`` of the median)
-as open markers, so a single unsteady point does not read like a solid one.
+Both shade the sizes whose data fits in the last-level cache (faster reads than from memory, for
+every method and for the limit alike), label the two regimes, and draw noisy points (IQR above
+``NOISY_SPREAD`` of the median) as open markers, so a single unsteady point does not read like a
+solid one.
 - ``extra_memory_figure``: measured peak extra memory per method, against the size of x itself:
   the one-liner's (B, T, H) temporary.
 
@@ -26,6 +29,8 @@ from attnviz.bench.harness import (
     NOISY_SPREAD,
     Measurement,
     format_bytes,
+    format_number,
+    format_share,
     format_time,
     input_bytes,
     is_noisy,
@@ -69,6 +74,11 @@ def _series(records: list[dict]) -> dict[tuple[str, str], list[dict]]:
     for rs in out.values():
         rs.sort(key=_xbytes)
     return out
+
+
+def _label(method: str) -> str:
+    """A method's name in legends: the floor is the read limit."""
+    return "read limit" if method == FLOOR else method
 
 
 def _kind(device: str) -> str:
@@ -120,6 +130,17 @@ def _shade_cache(fig: go.Figure, records: list[dict], ys: list[float]) -> float 
         )
     )
     fig.data = (fig.data[-1], *fig.data[:-1])  # the band goes behind the lines
+    for text, anchor in (("in cache ", "right"), (" from memory", "left")):
+        fig.add_annotation(
+            x=math.log10(limit),  # annotations on a log axis take log10 positions
+            y=0,
+            yref="paper",
+            yanchor="bottom",
+            xanchor=anchor,
+            text=text,
+            showarrow=False,
+            font={"color": "#333333"},
+        )
     return limit
 
 
@@ -144,8 +165,10 @@ def _regime_text(records: list[dict], noisy: list[dict], limit: float | None) ->
     if limit is not None:
         parts.append(
             f"The shaded sizes, up to about {format_bytes(limit)} of input, fit in the CPU's "
-            f"last-level cache: there the floor x.sum() measures the sum's own speed, not "
-            f"memory's, so a method can beat it. Above them the floor is a DRAM-bandwidth floor."
+            f"last-level cache, which sits beside the cores, so they are read several times "
+            f"faster than the larger sizes, which come from memory (DRAM), shared by every core "
+            f"and farther away. At every size the read limit is the fastest any method can go: "
+            f"each must read x at least once."
         )
     if noisy:
         names = ", ".join(
@@ -229,7 +252,7 @@ def time_vs_bytes_figure(records: Iterable[Measurement | dict]) -> go.Figure:
                     "thickness": 1,
                 },
                 mode="lines+markers",
-                name=f"{method} · {device}",
+                name=f"{_label(method)} · {device}",
                 line=_line(device, method),
                 marker=_marker(device, rs),
                 customdata=[
@@ -241,7 +264,7 @@ def time_vs_bytes_figure(records: Iterable[Measurement | dict]) -> go.Figure:
                     for r in rs
                 ],
                 hovertemplate="%{customdata[0]} (%{x:.3s}B): %{customdata[1]}, IQR "
-                "%{customdata[2]}<extra>" + f"{method} · {device}</extra>",
+                "%{customdata[2]}<extra>" + f"{_label(method)} · {device}</extra>",
             )
         )
     limit = _shade_cache(fig, recs, [r["median_s"] for r in recs])
@@ -263,7 +286,8 @@ def time_vs_bytes_figure(records: Iterable[Measurement | dict]) -> go.Figure:
         )
         naive = next((r for r in methods if r["method"] == "broadcast"), None)
         if naive is not None and naive is not best:
-            line += f"; the broadcast one-liner takes {naive['median_s'] / best['median_s']:.1f}x as long"
+            ratio = format_number(naive["median_s"] / best["median_s"])
+            line += f"; the broadcast one-liner takes {ratio}x as long"
         parts.append(line + ".")
     gpu = _gpu(recs)
     if gpu is not None and any(r["device"] == "cpu" for r in recs):
@@ -321,18 +345,18 @@ def roofline_figure(records: Iterable[Measurement | dict]) -> go.Figure:
                     "thickness": 1,
                 },
                 mode="lines+markers",
-                name=f"{method} · {device}",
+                name=f"{_label(method)} · {device}",
                 line=_line(device, method),
                 marker=_marker(device, rs),
                 customdata=[
                     [
                         "x".join(map(str, r["shape"])),
-                        "-" if r["ratio_to_floor"] is None else f"{r['ratio_to_floor']:.0%}",
+                        format_share(r["ratio_to_floor"]),
                     ]
                     for r in rs
                 ],
-                hovertemplate="%{customdata[0]}: %{y:.3g} GB/s, %{customdata[1]} of the floor's "
-                "speed (higher is faster)" + f"<extra>{method} · {device}</extra>",
+                hovertemplate="%{customdata[0]}: %{y:.3g} GB/s, %{customdata[1]} of the read "
+                "limit (higher is faster)" + f"<extra>{_label(method)} · {device}</extra>",
             )
         )
     roofs = roofline(recs)
@@ -344,7 +368,7 @@ def roofline_figure(records: Iterable[Measurement | dict]) -> go.Figure:
                 x=[min(xs), max(xs)],
                 y=[gbps, gbps],
                 mode="lines+text",
-                text=[f"best read {device}: {gbps:.3g} GB/s", ""],
+                text=[f"best read {device}: {format_number(gbps)} GB/s", ""],
                 textposition="top right",
                 name=f"roof · {device}",
                 line={"color": "#000000", "dash": "dash", "width": 1},
@@ -361,19 +385,20 @@ def roofline_figure(records: Iterable[Measurement | dict]) -> go.Figure:
             continue
         shape = "x".join(map(str, top[0]["shape"]))
         shares = ", ".join(
-            f"{r['method']} {r['ratio_to_floor']:.0%}"
+            f"{r['method']} {format_share(r['ratio_to_floor'])}"
             for r in sorted(top, key=lambda r: -(r["ratio_to_floor"] or 0.0))
             if r["ratio_to_floor"] is not None
         )
         parts.append(
-            f"On {device} the best plain read reaches {roofs[device]:.3g} GB/s; at {shape} the "
-            f"methods reach this % of the read floor's speed measured in the same run (higher is "
-            f"faster): {shares}."
+            f"On {device} the best plain read reaches {format_number(roofs[device])} GB/s; at "
+            f"{shape} the methods reach this % of the read limit measured in the same rounds "
+            f"(higher is faster): {shares}."
         )
     text = (
         "Achieved bandwidth against input size. The operation reads every number of x once and "
-        "does two flops per number, so once x is larger than the cache it is limited by memory "
-        "bandwidth: the read floor x.sum() is the roof. "
+        "does two flops per number, so it is limited by how fast the machine reads: the read "
+        "floor, a plain read of x at the machine's limit, is drawn as a dotted line at every "
+        "size, and no method can beat it. "
         + (" ".join(parts) if parts else "No measurements yet.")
         + _regime_text(recs, noisy, limit)
     )
@@ -391,7 +416,7 @@ def extra_memory_figure(records: Iterable[Measurement | dict]) -> go.Figure:
                 x=[_xbytes(r) for r in rs],
                 y=[max(1, r["extra_peak_bytes"]) for r in rs],
                 mode="lines+markers",
-                name=f"{method} · {device}",
+                name=f"{_label(method)} · {device}",
                 line=_line(device, method),
                 marker=_marker(device, rs),
                 customdata=[
