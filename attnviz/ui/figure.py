@@ -120,12 +120,13 @@ def show(
 def announce(text: str) -> None:
     """Say text in the page's polite live region (once: a repeat of the last sentence is not
     said again). The element itself is invisible."""
-    st.html(f'<div class="attnviz-say">{html.escape(text)}</div>')
+    st.html(f'<div class="attnviz-say" data-say="{html.escape(text)}"></div>')
 
 
 #: The page's script (run once per browser tab): plots hidden from assistive technology (their
-#: name, summary and table stand in), plotly's toolbar out of the tab order, and the one polite
-#: live region that says the newest ``announce`` sentence when it changed.
+#: name, summary and table stand in), plotly's toolbar out of the tab order, the one polite
+#: live region that says the newest ``announce`` sentence when it changed, and focus given back
+#: after a rerun disabled or rebuilt the focused control.
 A11Y_SCRIPT = """
 <script>
 (() => {
@@ -136,12 +137,16 @@ A11Y_SCRIPT = """
   let region = null;
   const fix = () => {
     if (!region || !region.isConnected) {
+      // in a closed shadow root: read by screen readers, never matched by a page's text search
+      const host = doc.createElement("div");
+      host.id = "attnviz-live";
+      host.className = "attnviz-sr";
       region = doc.createElement("div");
-      region.id = "attnviz-live";
       region.setAttribute("role", "status");
       region.setAttribute("aria-live", "polite");
-      region.className = "attnviz-sr";
-      doc.body.appendChild(region);
+      host.attachShadow({ mode: "closed" }).appendChild(region);
+      doc.body.appendChild(host);
+      window.attnvizSaid = () => region.textContent;  // for the browser tests
     }
     doc.querySelectorAll(".stPlotlyChart .js-plotly-plot").forEach((p) => {
       if (p.getAttribute("aria-hidden") !== "true") p.setAttribute("aria-hidden", "true");
@@ -149,18 +154,50 @@ A11Y_SCRIPT = """
     doc.querySelectorAll(".stPlotlyChart a, .stPlotlyChart button, .stPlotlyChart [tabindex]")
       .forEach((b) => { if (b.getAttribute("tabindex") !== "-1") b.setAttribute("tabindex", "-1"); });
     const says = doc.querySelectorAll(".attnviz-say");
-    const text = says.length ? says[says.length - 1].textContent.trim() : "";
+    const text = says.length ? (says[says.length - 1].dataset.say || "").trim() : "";
     if (text && text !== said) {
       said = text;
       region.textContent = text;
     }
   };
+  // Focus that a rerun took away (its control disabled or rebuilt) goes back to the same control,
+  // or, where that is disabled now (Next on the last step), to its nearest enabled neighbour.
+  const FOCUSABLE = "button, input, textarea, select, summary, a[href], [role=tab], [tabindex='0']";
+  const usable = (e) => e && e.isConnected && !e.disabled && e.getAttribute("aria-disabled") !== "true";
+  const keyOf = (e) => {
+    const box = e.closest("[class*='st-key-']");
+    return box ? [...box.classList].find((c) => c.startsWith("st-key-")) : null;
+  };
+  let last = null;
+  let lastKey = null;
+  doc.addEventListener("focusin", (ev) => {
+    if (ev.target === doc.body) return;
+    last = ev.target;
+    lastKey = keyOf(ev.target);
+  });
+  const refocus = () => {
+    const now = doc.activeElement;
+    if ((now && now !== doc.body) || !last || usable(last)) return;
+    const box = lastKey ? doc.querySelector("." + lastKey) : null;
+    const same = box ? box.querySelector(FOCUSABLE) : null;
+    let target = usable(same) ? same : null;
+    const anchor = same || box;
+    if (!target && anchor) {
+      const row = anchor.closest("[data-testid='stHorizontalBlock']") || anchor.parentElement;
+      const all = row ? [...row.querySelectorAll(FOCUSABLE)] : [];
+      const at = all.indexOf(same);
+      const before = all.slice(0, Math.max(at, 0)).reverse().find(usable);
+      target = before || all.slice(at + 1).find(usable) || null;
+    }
+    if (target) target.focus({ preventScroll: true });
+  };
   let queued = false;
   new MutationObserver(() => {
     if (queued) return;
     queued = true;
-    window.requestAnimationFrame(() => { queued = false; fix(); });
-  }).observe(doc.body, { childList: true, subtree: true });
+    window.requestAnimationFrame(() => { queued = false; fix(); refocus(); });
+  }).observe(doc.body, { childList: true, subtree: true, attributes: true,
+                        attributeFilter: ["disabled", "aria-disabled"] });
   fix();
 })();
 </script>

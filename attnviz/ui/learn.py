@@ -173,7 +173,7 @@ def _run_view(run: TrainRun) -> None:
 
 
 def _compare(seed: int, epochs: int) -> None:
-    st.subheader("Every pooling on the same split")
+    st.header("Every pooling on the same split")
     st.caption(
         "Each trains with the seed and epochs above (cached: one run per configuration on this "
         "server). The first followed sentence shows which word each one weights most."
@@ -209,7 +209,7 @@ def _compare(seed: int, epochs: int) -> None:
 
 
 def _your_sentence(run: TrainRun) -> None:
-    st.subheader("Your own sentence")
+    st.header("Your own sentence")
     text = st.text_input(
         f"A sentence (at most {MAX_CHARS} characters)",
         value=DEFAULT_SENTENCE,

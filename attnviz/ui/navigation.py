@@ -3,6 +3,9 @@ Learn the scores."""
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+
 import streamlit as st
 
 from attnviz.ui import figure, playground
@@ -35,7 +38,18 @@ _STYLE = """
 .st-key-pg_result table { display: block; overflow-x: auto; max-width: 100%; }
 .st-key-pg_result th, .st-key-pg_result td { white-space: nowrap; }
 /* text contrast >= 4.5:1 on white (WCAG 2.1 AA): captions, figure summaries, code colours */
-[data-testid="stCaptionContainer"], .attnviz-summary { color: #4a4a4a !important; }
+[data-testid="stCaptionContainer"], [data-testid="stCaptionContainer"] *,
+.attnviz-summary { color: #4a4a4a !important; opacity: 1 !important; }
+[data-testid="stCode"] .token.comment, [data-testid="stCode"] .token.prolog { color: #57585f; }
+[data-testid="stCode"] .token.boolean, [data-testid="stCode"] .token.number,
+[data-testid="stCode"] .token.constant { color: #0b6b2a; }
+[data-testid="stCode"] .token.string, [data-testid="stCode"] .token.char { color: #8a4200; }
+[data-testid="stCode"] .token.keyword, [data-testid="stCode"] .token.builtin { color: #7a1fa2; }
+[data-testid="stCode"] .token.function, [data-testid="stCode"] .token.class-name { color: #1d4f91; }
+[data-testid="stCode"] .token.operator, [data-testid="stCode"] .token.punctuation { color: #333333; }
+/* one h1 a page; the Playground's panel heads (h2) and their parts (h3) at working size */
+[data-testid="stMainBlockContainer"] [data-testid="stMarkdownContainer"] h2 { font-size: 1.25rem; }
+[data-testid="stMainBlockContainer"] [data-testid="stMarkdownContainer"] h3 { font-size: 1.1rem; }
 .attnviz-summary { font-size: 0.875rem; margin: 0 0 0.25rem 0; }
 /* visible focus (>= 3:1) on every control, links and switches included */
 a:focus-visible, button:focus-visible, [role="tab"]:focus-visible, [role="switch"]:focus-visible,
@@ -71,25 +85,47 @@ def chrome() -> None:
     figure.install()  # figures hidden behind their text equivalents; the live region
 
 
+APP_NAME = "attnviz"
+
+
+def _titled(page: Callable[[], None], title: str) -> Callable[[], None]:
+    """The page with its own browser-tab title ("Playground · attnviz"), before it draws."""
+
+    @functools.wraps(page)
+    def run() -> None:
+        st.set_page_config(page_title=f"{title} · {APP_NAME}")
+        page()
+
+    return run
+
+
 def walkthrough_page() -> st.Page:
     """The Walkthrough page (for ``st.page_link``)."""
-    return st.Page(guarded(_walkthrough, "wt_"), title="Walkthrough", url_path="walkthrough")
+    return st.Page(
+        guarded(_titled(_walkthrough, "Walkthrough"), "wt_"),
+        title="Walkthrough",
+        url_path="walkthrough",
+    )
 
 
 def pages() -> list[st.Page]:
     """The pages, each wrapped in the error boundary."""
     return [
         st.Page(
-            guarded(playground.page, "pg_"),
+            guarded(_titled(playground.page, "Playground"), "pg_"),
             title="Playground",
             url_path="playground",
             default=True,
         ),
         walkthrough_page(),
         st.Page(
-            guarded(_performance, "pf_"),
+            guarded(_titled(_performance, "Performance"), "pf_"),
             title="Performance",
             url_path="performance",
         ),
-        st.Page(guarded(_learn, "lt_"), title="Learn the scores", url_path="learn"),
+        st.Page(
+            guarded(_titled(_learn, "Learn the scores"), "lt_"),
+            title="Learn the scores",
+            url_path="learn",
+        ),
     ]

@@ -35,7 +35,7 @@ _STYLE = """
   display: block; overflow-x: auto; max-width: 100%;
 }
 @media (max-width: 640px) {
-  .st-key-pg_title h2 { font-size: 1.5rem; }
+  .st-key-pg_title h1 { font-size: 1.5rem; }
   [class*="st-key-pg_"] [data-testid="stMarkdownContainer"] :is(th, td) {
     padding: 0.3rem 0.45rem; font-size: 0.9rem;
   }
@@ -215,7 +215,7 @@ def _editors(choice: _controls.ExampleChoice) -> Current:
     left, right = st.columns([1.25, 1], gap="large")
     blocks: list[np.ndarray | None] = []
     with left:
-        st.markdown(f"##### `net_output` {(b, t, h)}: {b} sentences × {t} words × {h} hidden")
+        st.markdown(f"## `net_output` {(b, t, h)}: {b} sentences × {t} words × {h} hidden")
         for i in range(b):
             blocks.append(
                 _editor(
@@ -230,7 +230,7 @@ def _editors(choice: _controls.ExampleChoice) -> Current:
                 )
             )
     with right:
-        st.markdown(f"##### `att_scores` {(b, t)}: one weight per word")
+        st.markdown(f"## `att_scores` {(b, t)}: one weight per word")
         w = _editor(
             "att_scores",
             base["w"],
@@ -243,7 +243,7 @@ def _editors(choice: _controls.ExampleChoice) -> Current:
         )
         m = base["m"]
         if choice.use_mask:
-            st.markdown(f"##### `mask` {(b, t)}: ticked = a real word")
+            st.markdown(f"## `mask` {(b, t)}: ticked = a real word")
             m = _editor(
                 "mask",
                 base["m"],
@@ -274,7 +274,7 @@ def _result(ex: Current, ok: bool) -> None:
     b, t, h = ex.shape
     # a heading and its table in one element: an edit redraws them for every student of a class
     # (a plain table costs the server and the browser far less than a data grid)
-    head = f"##### Result `weighted` {(b, h)}: one vector per sentence"
+    head = f"## Result `weighted` {(b, h)}: one vector per sentence"
     st.markdown(head + "\n\n" + numbers_markdown(ex.weighted, "sentence", edit.col_labels("h", h)))
     if not ex.plain:
         st.caption("Weights actually applied (after softmax and mask):")
@@ -325,7 +325,7 @@ def page() -> None:
     ss = st.session_state
     ss["pg_page_done"] = False  # set again at the end: later runs of a section alone are fragments
     st.html(_STYLE)
-    st.container(key="pg_title").markdown("## Attention-weighted aggregation, through broadcasting")
+    st.container(key="pg_title").markdown("# Attention-weighted aggregation, through broadcasting")
     # the browser's screen, as the Walkthrough learns it: figures stacked and sized for a phone
     screen = live_screen.screen()
     ss["pg_style"] = screen.style.name

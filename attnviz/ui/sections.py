@@ -106,6 +106,9 @@ def _steps_body(ex: Current) -> None:
     steps = cached.steps(ex.x, ex.applied)
     index, show_all = _controls.step_controls(len(steps))
     shown = range(len(steps)) if show_all else [index]
+    if not show_all:  # said once in the page's live region (figure.announce)
+        s = steps[index]
+        figure.announce(f"Step {index + 1} of {len(steps)}: {s.title}, shape {s.shape}.")
     for i in shown:
         s = steps[i]
         strides = f", strides `{s.strides}`" if s.strides else ""
@@ -215,7 +218,7 @@ def mistakes_section(ex: Current) -> None:
         key="pg_mistake",
     )
     m = items[i]
-    st.markdown(f"#### `{m.code}`: {m.outcome}")
+    st.markdown(f"### `{m.code}`: {m.outcome}")
     st.markdown(m.explanation)
     if m.error:
         st.code(m.error, language=None, wrap_lines=True)

@@ -34,7 +34,7 @@ _STYLE = """
 [data-testid="stMainBlockContainer"] { padding-top: 3.4rem; }
 .st-key-wt_narration p, .st-key-wt_narration li { font-size: 1.2rem; line-height: 1.4; }
 .st-key-wt_narration code, .st-key-wt_code code { font-size: 1.1rem; }
-.st-key-wt_title h2 { font-size: 1.8rem; padding: 0; margin: 0; }
+.st-key-wt_title h1 { font-size: 1.8rem; padding: 0; margin: 0; }
 .st-key-wt_nav p { font-size: 1.15rem; }
 .st-key-wt_nav button { min-height: 3rem; min-width: 6.5rem; font-size: 1.1rem; }
 .st-key-wt_code [data-testid="stCaptionContainer"] p { font-size: 1.1rem; }
@@ -47,13 +47,13 @@ _STYLE = """
   [data-testid="stCode"] code { font-size: 1.2rem; }
   .st-key-wt_narration p, .st-key-wt_narration li { font-size: 1.55rem; }
   .st-key-wt_narration code, .st-key-wt_code code { font-size: 1.35rem; }
-  .st-key-wt_title h2 { font-size: 2.3rem; }
+  .st-key-wt_title h1 { font-size: 2.3rem; }
   .st-key-wt_nav p, .st-key-wt_code [data-testid="stCaptionContainer"] p { font-size: 1.3rem; }
 }
 @media (max-width: 640px) {
   .st-key-wt_narration p, .st-key-wt_narration li { font-size: 1.05rem; line-height: 1.45; }
   .st-key-wt_narration code, .st-key-wt_code code { font-size: 0.95rem; }
-  .st-key-wt_title h2 { font-size: 1.45rem; }
+  .st-key-wt_title h1 { font-size: 1.45rem; }
   .st-key-wt_nav button { min-height: 3.2rem; min-width: 5.5rem; }
   .st-key-wt_first, .st-key-wt_last { display: none; }
   [data-testid="stMainBlockContainer"] { padding-left: 0.9rem; padding-right: 0.9rem; }
@@ -322,6 +322,7 @@ def page() -> None:
     k = ss["wt_slide"]
     ss["wt_shown"] = k
     slide = slides[k - 1]
+    figure.announce(f"Slide {k} of {n}: {slide.title}")  # said once in the live region
     qs = live_plan.class_questions(_questions(query))  # the class's plan, in a class
     covered = live_question.covered(live_class.room())  # every screen of the class
     _nav(k, n)
@@ -331,11 +332,11 @@ def page() -> None:
     with main:
         if covered:  # a question is open: no slide (its answer may be there) until the vote
             with st.container(key="wt_title"):
-                st.markdown(f"## {k}. Predict first")
+                st.markdown(f"# {k}. Predict first")
             st.caption(live_question.COVER)
         else:
             with st.container(key="wt_title"):
-                st.markdown(f"## {k}. {slide.title}")
+                st.markdown(f"# {k}. {slide.title}")
             _code(slide, screen.phone)
             with st.container(key="wt_narration"):
                 st.markdown(slide.narration)

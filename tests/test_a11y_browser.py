@@ -1,0 +1,180 @@
+"""Accessibility in a real browser (WCAG 2.1 AA), kept so: axe-core over every page, every Playground
+tab and every Walkthrough slide; a figure's table in the accessibility tree; a keyboard-only walk
+through the steps; no sideways page scroll at 320 CSS px.
+
+axe-core is pinned and installed by .ci/run (``npm install --prefix .axe axe-core@AXE_VERSION``);
+these tests skip with the command to run where it (or chromium) is missing. One server, one
+browser, one tab for the whole module: each page is loaded once and the states after it are
+reached by clicks and keys (a rerun), which is most of what keeps the module cheap.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from attnviz.ui.sections import TABS
+from scripts import streamlit_server
+from scripts.chromium import CHROMIUM, CHROMIUM_ARGS
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parents[1]
+AXE_VERSION = "4.14.1"
+AXE = ROOT / ".axe" / "node_modules" / "axe-core" / "axe.min.js"
+WAIT_MS = 90_000
+LAPTOP = {"width": 1366, "height": 768}
+#: What axe checks: WCAG 2.0/2.1 A and AA.
+AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
+BLOCKING = ("critical", "serious")
+
+
+@pytest.fixture(scope="module")
+def url():
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"Debian's chromium is missing at {CHROMIUM} (apt-get install -y chromium)")
+    if not AXE.exists():
+        pytest.skip(f"axe-core is missing: npm install --prefix .axe axe-core@{AXE_VERSION}")
+    pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+    with streamlit_server.serve() as server:
+        yield server.url
+
+
+@pytest.fixture(scope="module")
+def tab(url):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport=LAPTOP)
+        yield page
+        browser.close()
+
+
+def _settle(page) -> None:
+    page.wait_for_selector(
+        '[data-testid="stApp"][data-test-script-state="notRunning"]',
+        state="attached",
+        timeout=WAIT_MS,
+    )
+    page.wait_for_timeout(300)  # the page's script marks the plots on the next animation frame
+
+
+def _open(page, url: str, ready: str) -> None:
+    page.goto(url)
+    page.wait_for_selector(ready, timeout=WAIT_MS)
+    _settle(page)
+
+
+def _violations(page) -> list[str]:
+    """axe's critical and serious findings on the page as it is now, one line each."""
+    if not page.evaluate("() => typeof window.axe !== 'undefined'"):
+        page.add_script_tag(path=str(AXE))
+    found = page.evaluate(
+        """async (tags) => {
+            const r = await axe.run(document, {runOnly: {type: 'tag', values: tags},
+                                               resultTypes: ['violations']});
+            return r.violations.map(v => ({id: v.id, impact: v.impact,
+                nodes: v.nodes.slice(0, 3).map(n => n.target.join(' ') + ': '
+                    + (n.failureSummary || '').split('\\n').slice(1, 2).join(' '))}));
+        }""",
+        AXE_TAGS,
+    )
+    return [f"{v['impact']} {v['id']}: {v['nodes']}" for v in found if v["impact"] in BLOCKING]
+
+
+def test_every_playground_tab_has_no_serious_axe_violation(tab, url):
+    problems = {}
+    _open(tab, f"{url}/", '[data-testid="stPlotlyChart"]')
+    for key, label in TABS:
+        tab.get_by_role("tab", name=label).click()
+        _settle(tab)
+        found = _violations(tab)
+        if found:
+            problems[key] = found
+    assert not problems, problems
+
+
+def test_every_walkthrough_slide_has_no_serious_axe_violation(tab, url):
+    _open(tab, f"{url}/walkthrough", ".st-key-wt_next")
+    n = int(re.search(r"Slide 1 of (\d+)", tab.inner_text("body")).group(1))
+    problems = {}
+    for k in range(1, n + 1):
+        tab.get_by_text(f"Slide {k} of {n}", exact=True).wait_for(timeout=WAIT_MS)
+        _settle(tab)
+        found = _violations(tab)
+        if found:
+            problems[k] = found
+        if k < n:
+            tab.locator(".st-key-wt_next button").click()
+    assert not problems, problems
+
+
+@pytest.mark.parametrize(
+    ("path", "ready"),
+    [("performance", '[data-testid="stButton"]'), ("learn", '[data-testid="stButton"]')],
+)
+def test_the_other_pages_have_no_serious_axe_violation(tab, url, path, ready):
+    _open(tab, f"{url}/{path}", ready)
+    assert _violations(tab) == []
+
+
+def test_every_page_has_its_own_title_and_one_h1(tab, url):
+    titles = set()
+    for path, ready in (
+        ("", '[data-testid="stPlotlyChart"]'),
+        ("walkthrough", ".st-key-wt_next"),
+        ("performance", '[data-testid="stButton"]'),
+    ):
+        _open(tab, f"{url}/{path}", ready)
+        assert tab.locator("h1").count() == 1, path
+        titles.add(tab.title())
+    assert len(titles) == 3, titles
+
+
+def test_a_figure_reaches_the_accessibility_tree_as_a_named_figure_and_a_table(tab, url):
+    _open(tab, f"{url}/", '[data-testid="stPlotlyChart"]')
+    chart = tab.locator('[data-testid="stPlotlyChart"]').first
+    tree = chart.aria_snapshot()
+    lines = tree.splitlines()
+    assert len(lines) == 1 and "figure" in lines[0], tree  # named, and nothing of the SVG under it
+    assert "0." not in tree, tree  # no loose cell numbers
+    numbers = tab.locator("details.attnviz-numbers").first
+    numbers.locator("summary").click()
+    tree = numbers.aria_snapshot()
+    assert "table \"net_output [0]: rows are word" in tree and "- caption:" in tree, tree
+    assert 'columnheader "hidden 0"' in tree and 'rowheader "word 0"' in tree, tree
+    # the plot toolbar's buttons are out of the tab order
+    tabbable = tab.locator('[data-testid="stPlotlyChart"] button:not([tabindex="-1"])')
+    assert tabbable.count() == 0
+
+
+def test_a_keyboard_walks_all_eight_steps_without_losing_focus(tab, url):
+    _open(tab, f"{url}/", '[data-testid="stPlotlyChart"]')
+    tab.locator(".st-key-pg_next button").focus()
+    for k in range(2, 9):
+        tab.keyboard.press("Enter")
+        tab.get_by_text(f"Step {k} of 8", exact=True).wait_for(timeout=WAIT_MS)
+        _settle(tab)
+        focused = tab.evaluate("() => document.activeElement && document.activeElement.tagName")
+        assert focused not in (None, "BODY"), k
+        if k < 8 and tab.evaluate("() => !document.activeElement.closest('.st-key-pg_next')"):
+            tab.locator(".st-key-pg_next button").focus()  # pragma: the walk continues on Next
+    assert tab.evaluate("() => window.attnvizSaid()").startswith("Step 8 of 8")
+
+
+@pytest.mark.parametrize(
+    ("path", "ready"),
+    [("", '[data-testid="stPlotlyChart"]'), ("walkthrough", ".st-key-wt_next")],
+)
+def test_nothing_scrolls_sideways_at_320_css_px(tab, url, path, ready):
+    tab.set_viewport_size({"width": 320, "height": 720})
+    try:
+        _open(tab, f"{url}/{path}", ready)
+        wide = tab.evaluate("() => document.documentElement.scrollWidth")
+        tab.screenshot(path=str(ROOT / "artifacts" / f"a11y_320_{path or 'playground'}.png"))
+    finally:
+        tab.set_viewport_size(LAPTOP)
+    assert wide <= 320
