@@ -269,3 +269,27 @@ def test_text_typed_in_a_cell_is_echoed_as_text(typed):
     message = " ".join(e.value for e in at.error)
     assert typed in literal(message)  # what was typed is shown, and only as text:
     assert not re.search(r"\]\(|://|www\.|\*\*|:red\[|(?<!\\)[`$<]", message)
+
+
+@pytest.mark.slow
+def test_a_huge_message_is_refused_unread_and_costs_the_server_nothing(server):
+    """A 3 MB "name" (over server.maxMessageSize): the connection is closed before the message is
+    read; the server's memory does not grow by its size and it serves the next visitor."""
+    import psutil
+
+    url, _ = server
+    port = int(url.rsplit(":", 1)[1])
+    (proc,) = [
+        p
+        for p in psutil.process_iter(["cmdline"])
+        if "--server.port" in (p.info["cmdline"] or []) and str(port) in (p.info["cmdline"] or [])
+    ]
+    with Session(url, path="walkthrough") as s:
+        _plain(s.rerun())
+        before = proc.memory_info().rss
+        s.set_widget("wt_join_name", "a" * 3_000_000, field_name="string_value")
+        with pytest.raises(Exception, match="connection lost|closed|1009|too big"):
+            s.rerun()
+    assert proc.memory_info().rss - before < 40 * 2**20
+    with Session(url) as other:
+        _plain(other.rerun())

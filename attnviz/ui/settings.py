@@ -50,7 +50,12 @@ REQUIRED: dict[str, Required] = {
     "client.toolbarMode": Required("viewer", "no developer menu for visitors"),
     "server.enableStaticServing": Required(False, "no static file server"),
     "server.maxUploadSize": Required(1, "no uploads to speak of (MB)", lambda v: v <= 1),
-    "server.maxMessageSize": Required(50, "a bounded websocket message (MB)", lambda v: v <= 50),
+    "server.maxMessageSize": Required(
+        2, "a websocket message bounded before it is read (MB)", lambda v: v <= 2
+    ),
+    "server.maxWidgetStateSize": Required(
+        1, "a rerun's widget state bounded (MB)", lambda v: v <= 1
+    ),
     "server.maxCacheDataSize": Required(
         "96mb", "every cache together bounded in bytes", lambda v: _mb(v) <= 256
     ),
