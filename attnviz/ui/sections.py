@@ -276,6 +276,11 @@ def render(key: str, ex: Current) -> None:
     _SECTIONS[key](ex)
 
 
+def _registered_elsewhere() -> None:
+    """A page link's target names the page by its url_path only; the page itself (what runs) is
+    the one attnviz.ui.navigation registers at that path."""
+
+
 def share(ex: Current, params: dict[str, str]) -> None:
     """The link, the PyTorch snippet, the tensors as JSON/.npy and the figures as HTML. Every
     download is built when it is clicked (a callable), not on each rerun."""
@@ -284,11 +289,9 @@ def share(ex: Current, params: dict[str, str]) -> None:
     base = (st.context.url or "").split("?")[0]
     st.markdown("**Link to exactly this example, options and step** (also in the address bar):")
     st.code(f"{base}?{urlencode(params)}", language=None, wrap_lines=True)
-    from attnviz.ui.navigation import walkthrough_page  # the page list imports this module
-
     walk = link.walkthrough_params(params)
     st.page_link(
-        walkthrough_page(),
+        st.Page(_registered_elsewhere, title="Walkthrough", url_path="walkthrough"),
         label="Open in the Walkthrough",
         icon=":material/slideshow:",
         query_params=walk,
