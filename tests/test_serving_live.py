@@ -32,9 +32,9 @@ pytestmark = pytest.mark.slow
 
 STUDENTS = 6
 SLIDES = [s.key for s in deck.story(*examples.classic()).slides]
-QUESTIONS = {q.slide: q for q in questions(*examples.classic())}
-SHAPE = QUESTIONS["unsqueeze"]  # typed: (2, 3, 1)
-AXIS = QUESTIONS["sum"]  # a choice: the axis the sum removes
+QUESTIONS = {q.id: q for q in questions(*examples.classic())}
+SHAPE = QUESTIONS["unsqueeze_shape"]  # typed: (2, 3, 1)
+AXIS = QUESTIONS["sum_axis"]  # a choice: the axis the sum removes
 
 
 def _slide(key: str) -> int:
@@ -144,7 +144,10 @@ def test_a_live_class_on_two_replicas_sharing_redis_survives_a_restart(class_ser
         assert sorted(answers.values()) == sorted(
             "(2, 3, 1)" if st in right else "(2, 3)" for st in students
         )
-        _poll(teacher, lambda page: f"{STUDENTS} answered" in page, "the teacher's count")
+        _poll(teacher, lambda page: f"{STUDENTS} of " in page, "the teacher's count")
+        assert not any("wt-bars" in e.text for e in teacher.tree.values())  # hidden until shown
+        _click(teacher, "wt_show")
+        _poll(teacher, lambda page: "wt-bars" in page, "the votes shown")
         bars = next(e.text for e in teacher.tree.values() if "wt-bars" in e.text)
         assert _counted(bars, SHAPE.label("(2, 3, 1)")) == len(right)
         assert _counted(bars, SHAPE.label("(2, 3)")) == STUDENTS - len(right)
@@ -188,7 +191,7 @@ def test_a_live_class_on_two_replicas_sharing_redis_survives_a_restart(class_ser
         wrong = next(str(i) for i in range(len(AXIS.choices)) if str(i) != AXIS.answer)
         _answer(changer, AXIS, AXIS.label(wrong))  # the same student (me= in the link), changed
         assert list(store.answers(code, AXIS.id).values()) == [wrong]
-        _poll(teacher, lambda page: "1 answered" in page, "the teacher's count after the restart")
+        _poll(teacher, lambda page: "1 of " in page, "the teacher's count after the restart")
         _click(teacher, "wt_next")
         here = f"Slide {_slide(AXIS.slide) + 1} of {len(SLIDES)}"
         for st in students:
