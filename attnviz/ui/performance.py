@@ -20,9 +20,8 @@ from attnviz.bench import sweep as bench_sweep
 from attnviz.bench.harness import NOISY_SPREAD, input_bytes, is_noisy, regime
 from attnviz.errors import AttnvizError
 from attnviz.figures import performance as perf_figures
-from attnviz.ui import client
+from attnviz.ui import client, figure
 from attnviz.ui.safe import inert
-from attnviz.ui.sections import show_figure
 
 APP_MAX_INPUT_BYTES = 512 * 2**20  # a public server: the sizes offered stay under this
 SWEEP_MAX_INPUT_BYTES = 64 * 2**20  # every method is swept up to here, on a small CPU in a minute
@@ -231,7 +230,7 @@ def _sweep_view(records: list[dict] | None) -> None:
             "the one-liner and einsum take seconds per call there."
         )
     st.caption(reach)
-    show_figure(perf_figures.time_vs_bytes_figure(records), "pf_fig_time")
+    figure.show(perf_figures.time_vs_bytes_figure(records), "pf_fig_time")
     roofs = bench_sweep.roofline(records)
     st.markdown(
         "## Speed against the measured bandwidth\n"
@@ -239,9 +238,9 @@ def _sweep_view(records: list[dict] | None) -> None:
             f"Best read limit on {d}: **{bench.format_rate(g * 1e9)}**." for d, g in roofs.items()
         )
     )
-    show_figure(perf_figures.roofline_figure(records), "pf_fig_roof")
+    figure.show(perf_figures.roofline_figure(records), "pf_fig_roof")
     st.markdown("## The one-liner's extra memory")
-    show_figure(perf_figures.extra_memory_figure(records), "pf_fig_mem")
+    figure.show(perf_figures.extra_memory_figure(records), "pf_fig_mem")
     st.markdown("## Every measurement")
     table = pd.DataFrame(
         {
