@@ -32,13 +32,15 @@ BLOCKING = ("critical", "serious")
 
 
 @pytest.fixture(scope="module")
-def url():
+def url(tmp_path_factory):
     if not Path(CHROMIUM).exists():
         pytest.skip(f"Debian's chromium is missing at {CHROMIUM} (apt-get install -y chromium)")
     if not AXE.exists():
         pytest.skip(f"axe-core is missing: npm install --prefix .axe axe-core@{AXE_VERSION}")
     pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
-    with streamlit_server.serve() as server:
+    data = tmp_path_factory.mktemp("class_data")  # the live class's SQLite store
+    env = {"ATTNVIZ_DATA_DIR": str(data), "ATTNVIZ_CLASS_STORE": ""}
+    with streamlit_server.serve(env=env) as server:
         yield server.url
 
 
@@ -121,6 +123,53 @@ def test_the_other_pages_have_no_serious_axe_violation(tab, url, path, ready):
     assert _violations(tab) == []
 
 
+def test_the_live_class_states_have_no_serious_axe_violation(tab, url):
+    """Teacher: the start form, the join code, a question open, the reveal; a student: joined,
+    the question, answered, the reveal."""
+    problems: dict[str, list[str]] = {}
+
+    def check(page, state: str) -> None:
+        _settle(page)
+        found = _violations(page)
+        if found:
+            problems[state] = found
+
+    _open(tab, f"{url}/walkthrough", ".st-key-wt_next")
+    tab.get_by_text("Live class: start one, or join with a code").click()
+    check(tab, "start form")
+    tab.get_by_role("button", name="Start a live class").click()
+    tab.wait_for_url(re.compile(r".*class=[A-Z0-9]{9}.*"), timeout=WAIT_MS)
+    code = re.search(r"class=([A-Z0-9]{9})", tab.url)[1]
+    tab.get_by_text("Join at").wait_for(timeout=WAIT_MS)
+    check(tab, "teacher: join code")
+    student = tab.context.browser.new_page(viewport={"width": 390, "height": 844})
+    try:
+        _open(student, f"{url}/walkthrough?class={code}", ".st-key-wt_next")
+        student.get_by_text(re.compile("following the teacher")).wait_for(timeout=WAIT_MS)
+        check(student, "student: joined")
+        tab.get_by_text("Show the join code").click()
+        tab.get_by_text("Join at").wait_for(state="detached", timeout=WAIT_MS)
+        for k in (2, 3):  # slide 3 has a question to ask
+            _settle(tab)
+            tab.locator("body").press("ArrowRight")
+            tab.get_by_text(re.compile(rf"^Slide {k} of \d+$")).wait_for(timeout=WAIT_MS)
+        _settle(tab)
+        tab.get_by_role("button", name=re.compile("Ask the class")).click()
+        check(tab, "teacher: question open")
+        box = student.get_by_label("Your answer, as a tuple")
+        box.wait_for(timeout=WAIT_MS)
+        check(student, "student: question")
+        box.fill("(2, 3, 1)")
+        student.get_by_role("button", name="Send my answer").click()
+        student.get_by_text(re.compile(r"Your answer: ")).wait_for(timeout=WAIT_MS)
+        check(student, "student: answered")
+        tab.get_by_role("button", name="Reveal the answer").click()
+        check(tab, "teacher: revealed")
+    finally:
+        student.close()
+    assert not problems, problems
+
+
 def test_every_page_has_its_own_title_and_one_h1(tab, url):
     titles = set()
     for path, ready in (
@@ -144,7 +193,7 @@ def test_a_figure_reaches_the_accessibility_tree_as_a_named_figure_and_a_table(t
     numbers = tab.locator("details.attnviz-numbers").first
     numbers.locator("summary").click()
     tree = numbers.aria_snapshot()
-    assert "table \"net_output [0]: rows are word" in tree and "- caption:" in tree, tree
+    assert 'table "net_output [0]: rows are word' in tree and "- caption:" in tree, tree
     assert 'columnheader "hidden 0"' in tree and 'rowheader "word 0"' in tree, tree
     # the plot toolbar's buttons are out of the tab order
     tabbable = tab.locator('[data-testid="stPlotlyChart"] button:not([tabindex="-1"])')
