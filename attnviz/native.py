@@ -11,9 +11,9 @@ streaming row sum with eight rows per step and the running sums in L1, threads t
 work as they come free.
 
 The same library holds the read limit (``read_sum``): a plain read of x in C, built with the same
-flags, run on the same threads and cut the same way, with independent vector accumulators so that
-it is bound by memory and not by a chain of adds. ``attnviz.bench`` times it as the floor that
-every method is compared with. (``x.sum()`` is no floor: on an Intel Xeon we measured bmm and the
+flags, run on the same threads and cut the same way, reading eight streams side by side into
+independent vector sums, so that it is bound by memory and not by a chain of adds.
+``attnviz.bench`` times it as the floor that every method is compared with. (``x.sum()`` is no floor: on an Intel Xeon we measured bmm and the
 kernel 20% faster than it.)
 
 - Build: ``cc -O3 -march=native -std=c99 -fopenmp -shared -fPIC`` (``$CC`` if set, else cc, gcc
@@ -350,8 +350,9 @@ def read_sum(x: Tensor, *, threads: int | None = None) -> float:
     """The sum of every number of ``x`` (float32, contiguous, CPU) by the C read loop: the
     machine's read limit for a one-pass method (``attnviz.bench`` times it as the floor).
 
-    Built with the kernel's flags and run on the same OpenMP threads, cut the same way, with
-    independent vector accumulators so that it is bound by memory, not by a chain of adds. The
+    Built with the kernel's flags and run on the same OpenMP threads, cut the same way, reading
+    eight streams side by side into independent vector sums, so that it is bound by memory, not
+    by a chain of adds. The
     value is a double summed in no fixed order: it is there so that the reads happen, not to be
     compared bit for bit. Raises RuntimeError when the kernel could not be built.
     """

@@ -99,26 +99,38 @@ void weighted_rows_f32(const float *x, const float *w, float *out, float *partia
 
 /* The machine's read limit, built and threaded like the kernel above: the sum of n numbers of x.
  *
- * READ_LANES independent running sums (with -march=native on AVX-512: eight 16-float vectors),
- * so that each add waits on one READ_LANES numbers back rather than on the add before it: the
- * loop is bound by how fast the bytes arrive, not by the latency of a chain of adds. Units of
- * `unit` numbers go to the threads as they come free, as in weighted_rows_f32. The result (a
- * double, summed over units in order of completion) is returned so that the compiler cannot drop
- * the reads; its last bits are not meant to be compared.
+ * READ_STREAMS parts of a unit are read side by side, as the kernel reads its rows side by side
+ * (one stream alone leaves memory idle between the prefetcher's requests: measured, a single
+ * stream read 15-30% slower than the kernel from DRAM), each into a 16-float vector of running
+ * sums of its own (GCC/Clang vector types): each add waits on none of the adds just before it,
+ * so the loop is bound by how fast the bytes arrive, not by the latency of a chain of adds.
+ * Units of `unit` numbers go to the threads as they come free, as in weighted_rows_f32. The
+ * result (a double, summed over units in order of completion) is returned so that the compiler
+ * cannot drop the reads; its last bits are not meant to be compared.
  */
-#ifndef READ_LANES
-#define READ_LANES 128
-#endif
+#define READ_STREAMS 8
+/* 16 floats as one value (GCC and Clang lower it to the widest vectors the CPU has: one AVX-512
+ * register, two AVX ones, four SSE or NEON ones); aligned(4) and may_alias: it reads any float */
+typedef float vec16 __attribute__((vector_size(64), aligned(4), may_alias));
 
 static double read_block(const float *restrict x, long n) {
-    float acc[READ_LANES];
-    for (int j = 0; j < READ_LANES; j++) acc[j] = 0.0f;
-    long i = 0;
-    for (; i + READ_LANES <= n; i += READ_LANES)
-        for (int j = 0; j < READ_LANES; j++) acc[j] += x[i + j];
+    const long len = n / (READ_STREAMS * 16) * 16; /* numbers per stream */
+    vec16 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, a4 = {0}, a5 = {0}, a6 = {0}, a7 = {0};
+    for (long i = 0; i < len; i += 16) {
+        const float *p = x + i;
+        a0 += *(const vec16 *)(p);
+        a1 += *(const vec16 *)(p + len);
+        a2 += *(const vec16 *)(p + 2 * len);
+        a3 += *(const vec16 *)(p + 3 * len);
+        a4 += *(const vec16 *)(p + 4 * len);
+        a5 += *(const vec16 *)(p + 5 * len);
+        a6 += *(const vec16 *)(p + 6 * len);
+        a7 += *(const vec16 *)(p + 7 * len);
+    }
+    const vec16 sum = ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7));
     double s = 0.0;
-    for (; i < n; i++) s += x[i];
-    for (int j = 0; j < READ_LANES; j++) s += acc[j];
+    for (long i = READ_STREAMS * len; i < n; i++) s += x[i];
+    for (int j = 0; j < 16; j++) s += sum[j];
     return s;
 }
 
