@@ -37,15 +37,25 @@ def sync() -> None:
 # `weighted[b, h] = Σ_t att_scores[b, t] · net_output[b, t, h]` reads every number of
 # `net_output` once and does two operations with it (a multiply and an add). Moving a number
 # from memory costs far more time than two arithmetic operations on any modern chip, so the
-# speed limit is **memory bandwidth**: the best any method can do is read the bytes once, as fast
-# as a plain `x.sum()` reads them. The harness calls that the *floor*.
+# speed limit is **how fast the machine reads**: the best any method can do is read the bytes once,
+# as fast as a plain read loop reads them. The harness times such a loop (on the CPU a few lines of
+# C built like the fused kernel, `attnviz.native.read_sum`) as the *floor*, the machine's read
+# limit.
+#
+# - **No method can beat the read limit**: every method must bring each number of `net_output`
+#   to the cores at least once, and the read loop does nothing else.
+# - **In cache it is faster than in memory**: data that fits in a cache sits beside the cores,
+#   while data from memory (DRAM) crosses a longer, narrower path shared by every core, so the
+#   same loop reads small inputs several times faster than large ones.
 
 # %%
 shape = (16, 128, 256)  # (B, T, H)
 moved = bench.moved_bytes(shape, torch.float32)
 flops = 2 * shape[0] * shape[1] * shape[2]
 print(f"B, T, H = {shape}: moves {moved:,} bytes for {flops:,} operations")
-print(f"that is {flops / moved:.2f} operations per byte: far too few to keep any chip busy")
+print(
+    f"that is {bench.format_number(flops / moved)} operations per byte: far too few to keep any chip busy"
+)
 
 # %% [markdown]
 # ## 2. Three classic timing mistakes, live
@@ -62,8 +72,8 @@ for _ in range(7):
     start = time.perf_counter()
     attnviz.weighted_sum(x, w)
     samples.append(time.perf_counter() - start)
-print("seven samples (µs):", ", ".join(f"{s * 1e6:.0f}" for s in samples))
-print(f"slowest / fastest = {max(samples) / min(samples):.1f}x")
+print("seven samples:", ", ".join(bench.format_time(s) for s in samples))
+print(f"slowest / fastest = {bench.format_number(max(samples) / min(samples))}x")
 
 # %% [markdown]
 # ### Mistake 2: no warm-up
@@ -84,8 +94,11 @@ for _ in range(9):
     attnviz.weighted_sum(fresh_x, fresh_w, method="einsum")
     later.append(time.perf_counter() - start)
 median_later = sorted(later)[len(later) // 2]
-print(f"first call {first * 1e6:.0f} µs, median of the next nine {median_later * 1e6:.0f} µs")
-print(f"the first call took {first / median_later:.1f}x the usual time")
+print(
+    f"first call {bench.format_time(first)}, median of the next nine "
+    f"{bench.format_time(median_later)}"
+)
+print(f"the first call took {bench.format_number(first / median_later)}x the usual time")
 
 # %% [markdown]
 # ### Mistake 3: no synchronize
@@ -106,13 +119,13 @@ gpu.sync()
 
 start = gpu.clock()
 gpu.op()
-print(f"without sync: {(gpu.clock() - start) * 1e6:.0f} µs  (only the launch)")
+print(f"without sync: {bench.format_time(gpu.clock() - start)}  (only the launch)")
 gpu.sync()
 
 start = gpu.clock()
 gpu.op()
 gpu.sync()
-print(f"with sync:    {(gpu.clock() - start) * 1e6:.0f} µs  (the work itself)")
+print(f"with sync:    {bench.format_time(gpu.clock() - start)}  (the work itself)")
 
 # %%
 if has_gpu:  # the real thing, on a CUDA GPU
@@ -127,7 +140,10 @@ if has_gpu:  # the real thing, on a CUDA GPU
     attnviz.weighted_sum(big_x, big_w)
     torch.cuda.synchronize()
     with_sync = time.perf_counter() - start
-    print(f"CUDA, 64x1024x1024: {no_sync * 1e6:.0f} µs without sync, {with_sync * 1e6:.0f} with")
+    print(
+        f"CUDA, 64x1024x1024: {bench.format_time(no_sync)} without sync, "
+        f"{bench.format_time(with_sync)} with"
+    )
 else:
     print("No CUDA GPU here: on one, the first number would be a few µs whatever the size.")
 
@@ -170,9 +186,10 @@ check_timer(time_it)
 try:
     mine = time_it(lambda: attnviz.weighted_sum(x, w), 15, time.perf_counter, sync)
     mine.sort()
-    print(f"weighted_sum on {shape}: median {mine[len(mine) // 2] * 1e6:.0f} µs, ", end="")
+    print(f"weighted_sum on {shape}: median {bench.format_time(mine[len(mine) // 2])}, ", end="")
     print(
-        f"middle half {mine[len(mine) // 4] * 1e6:.0f} to {mine[3 * len(mine) // 4] * 1e6:.0f} µs"
+        f"middle half {bench.format_time(mine[len(mine) // 4])} to "
+        f"{bench.format_time(mine[3 * len(mine) // 4])}"
     )
 except NotImplementedError:
     print("Write time_it above first.")
@@ -185,8 +202,9 @@ except Exception as exc:  # whatever your timer raises, this cell explains it an
 # `attnviz.bench.measure` does all of this and more: it times the first call apart, warms up,
 # synchronizes, runs blocks of many calls, interleaves the methods round by round (so a busy
 # neighbour slows all of them alike) and reports the median and the interquartile range (IQR),
-# with the floor measured in the same rounds. `ratio_to_floor` says how close a method comes to a
-# plain read of the same bytes.
+# with the floor measured in the same rounds. `ratio_to_floor` says how close a method comes to the
+# read limit (1.00 is as fast as the machine reads); a method above it by more than the rounds'
+# spread is flagged with a `!`, because then the floor, not the method, is wrong.
 
 # %%
 records = bench.measure(
@@ -290,13 +308,15 @@ for size in [(8, 64, 96), (8, 256, 192)]:  # below and above the size where the 
     fused_out = attnviz.weighted_sum(fx, fw, method="fused")
     same = torch.allclose(fused_out, attnviz.reference(fx, fw).float(), atol=1e-5)
     print(f"{size}: fused ran as {attnviz.fused.fused_path(fx, fw)!r}; matches float64: {same}")
+    print(f"    why: {attnviz.fused.fused_reason(fx, fw)}")
 
 # %% [markdown]
 # ## Summary
 #
 # - Time with a warm-up, a `synchronize` before every clock reading, and many samples; report the
 #   median and the spread, never one number.
-# - The weighted sum is memory-bound: the floor is a plain read of the same bytes.
+# - The weighted sum is memory-bound: the floor is the machine's read limit, a plain read of the
+#   same bytes, which no method can beat; data in cache is read faster than data from DRAM.
 # - The one-liner writes and re-reads a (B, T, H) temporary; einsum, bmm and the fused kernel don't.
 # - Small inputs measure fixed costs (launches), large ones bandwidth: where the GPU wins depends
 #   on the size, so measure a sweep rather than one size.
