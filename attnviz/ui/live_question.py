@@ -185,9 +185,11 @@ def bars_html(
         n = shown.get(a, 0)
         share = f" ({100 * n / total:.0f}%)" if total else ""
         rows.append(
-            f'<div class="wt-bar{" wt-right" if right else ""}"><span class="wt-label">'
+            f'<div class="wt-bar{" wt-right" if right else ""}" role="listitem">'
+            '<span class="wt-label">'
             f"{html.escape(question.label(a))}{' ✓' if right else ''}</span>"
-            f'<span class="wt-track"><span class="wt-fill" style="width:{100 * n / most:.0f}%">'
+            '<span class="wt-track" aria-hidden="true">'
+            f'<span class="wt-fill" style="width:{100 * n / most:.0f}%">'
             f"</span></span><b>{n}</b>{share}</div>"
         )
     if not choice:  # room for the answers not given yet: rows like the others, not shown
@@ -198,10 +200,11 @@ def bars_html(
         rows += [room] * (TYPED_BARS - len(labels))
     return (
         _STYLE
-        + f'<div class="wt-bars" role="img" aria-label="{total} answers">'
+        + '<div class="wt-bars">'
         + (f'<div class="wt-total">{total} answered</div>' if total_line else "")
+        + f'<div role="list" aria-label="{total} answers">'  # a list with counts, read as text
         + "".join(rows)
-        + "</div>"
+        + "</div></div>"
     )
 
 
