@@ -9,8 +9,10 @@ page's script ``A11Y_SCRIPT`` sets aria-hidden on each plot and takes plotly's t
 tab order).
 
 ``announce`` says one short sentence in the page's single polite live region (made once by the
-same script): step and slide changes, result updates, verdicts. The script says a sentence only
-when it differs from the last one said, so nothing is announced twice.
+same script, in a closed shadow root so that no text search of the page finds it twice): step and
+slide changes. The script says a sentence only when it differs from the last one said, so
+nothing is announced twice. The same script gives focus back when a rerun disabled or rebuilt
+the focused control (Next on the last step: to its nearest enabled neighbour, Back).
 
 The plotly configs live here too: ``PLOT_CONFIG`` (a screen: the camera icon saves a PNG),
 ``PHONE_PLOT_CONFIG`` (no toolbar, which would cover the title) and ``SLIDE_CONFIG`` (a slide:
