@@ -184,7 +184,9 @@ def test_a_live_class_on_two_replicas_sharing_redis_survives_a_restart(class_ser
             assert st.rerun().ok
         # the teacher's browser reports the token it keeps for the class (localStorage)
         teacher.set_widget(
-            "wt_screen", json.dumps({"w": 1920, "h": 1080, "token": token}), field_name="json_value"
+            "wt_screen",
+            json.dumps({"w": 1920, "h": 1080, "token": token, "asked": code}),
+            field_name="json_value",
         )
         assert teacher.rerun().ok
         assert "you teach" in _page(teacher), _page(teacher)

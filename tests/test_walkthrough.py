@@ -208,7 +208,7 @@ def _host_tab(code: str, screen: dict) -> AppTest:
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)
     at.query_params["class"], at.query_params["host"] = code, "1"
     at._page_hash = calc_hash("walkthrough")
-    at.session_state["wt_screen"] = screen
+    at.session_state["wt_screen"] = {"asked": code, **screen}  # the code it looked up
     at.run()
     assert not at.exception, at.exception
     return at
@@ -221,6 +221,18 @@ def test_the_token_the_teachers_browser_kept_gives_the_class_back():
     assert at.session_state["wt_token"] == token
     _click(at, "wt_next")
     assert _room().state(code).slide == 2
+
+
+def test_a_report_made_for_another_page_is_not_taken_for_this_code():
+    """After a restart the browser first sends back the value it reported before (a teacher's page,
+    no code asked): the tab waits for the report made for its code, then teaches."""
+    teacher, code = _teacher()
+    token = teacher.session_state["wt_token"]
+    at = _host_tab(code, {"w": 1920, "h": 1080, "token": "", "asked": ""})
+    assert not at.session_state["wt_notice"] and not at.session_state["wt_token"]
+    at.session_state["wt_screen"] = {"w": 1920, "h": 1080, "token": token, "asked": code}
+    at.run()
+    assert at.session_state["wt_token"] == token
 
 
 def test_a_forged_token_from_the_browser_does_not_make_a_teacher():
@@ -502,6 +514,8 @@ def test_the_browsers_report_is_parsed_strictly():
             False,
         )
     assert parse_screen({**good, "token": "x"}).token == ""
+    assert parse_screen({**good, "asked": "acd-efg-hjk"}).asked == "ACDEFGHJK"
+    assert parse_screen({**good, "asked": "<script>"}).asked == ""
     assert parse_screen("nope") == Screen() and parse_screen({**good, "w": 10**6}) == Screen()
 
 

@@ -168,7 +168,9 @@ def screen() -> live_screen.Screen:
     if found.copies > ss.get("wt_copies", 0):
         ss["wt_copies"], ss["wt_copy_note"] = found.copies, "ok" if found.copied else "failed"
     host = ss.get("wt_host", "")
-    if host and found.reported:
+    # only a report made for this code counts: after a reconnect the browser first sends back the
+    # value it reported for the page it showed before (a teacher's, with no code asked)
+    if host and found.reported and found.asked == host:
         try:
             teacher = bool(found.token) and room().is_teacher(host, found.token)
         except ClassError:

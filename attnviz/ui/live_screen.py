@@ -42,6 +42,7 @@ class Screen:
     tab: str = ""  # this tab's id ('' until reported)
     copies: int = 0  # how many copies of the private link this page has made ...
     copied: bool = False  # ... and whether the last one reached the clipboard
+    asked: str = ""  # the class code the browser looked its token up for ('' for none)
 
     @property
     def phone(self) -> bool:
@@ -72,7 +73,13 @@ def parse_screen(value: object) -> Screen:
     copies, copied = value.get("copies", 0), value.get("copied", False)
     if type(copies) is not int or not 0 <= copies <= 10**6 or type(copied) is not bool:
         copies, copied = 0, False
-    return Screen(w=w, h=h, token=token, reported=True, tab=tab, copies=copies, copied=copied)
+    try:
+        asked = secret.parse_code(value.get("asked")) if value.get("asked") else ""
+    except AttnvizError:
+        asked = ""
+    return Screen(
+        w=w, h=h, token=token, asked=asked, reported=True, tab=tab, copies=copies, copied=copied
+    )
 
 
 @dataclass(frozen=True)
