@@ -15,7 +15,8 @@
 """
 
 from attnviz.classroom.backend import open_store
-from attnviz.classroom.question import Kind, Question, parse_answer, parse_shape, questions
+from attnviz.classroom.plan import questions
+from attnviz.classroom.question import Kind, Question, parse_answer, parse_shape
 from attnviz.classroom.secret import format_code, parse_code
 from attnviz.classroom.service import LIMITS, ClassError, Classroom, Limits, Problem, Started, Tally
 from attnviz.classroom.store import ClassRecord, Phase, Store

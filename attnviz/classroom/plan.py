@@ -519,3 +519,9 @@ def plan_of(example: str) -> Plan:
     """The plan a class's example string carries (the built-in one when it carries none)."""
     packed = dict(parse_qsl(example)).get(PLAN_PARAM)
     return default_plan() if packed is None else parse_plan(unpack(packed))
+
+
+def questions(net_output: Tensor, att_scores: Tensor) -> tuple[Question, ...]:
+    """The built-in check-in questions (``questions/default.toml``) on this example:
+    net_output (B, T, H), att_scores (B, T)."""
+    return build_questions(default_plan(), net_output, att_scores)

@@ -13,8 +13,6 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from torch import Tensor
-
 from attnviz.errors import AttnvizError
 
 MAX_ANSWER_CHARS = 40
@@ -121,11 +119,3 @@ def parse_answer(question: Question, text: object) -> str:
 def is_right(question: Question, canonical: str) -> bool:
     """Whether a canonical answer is the right one."""
     return canonical == question.answer
-
-
-def questions(net_output: Tensor, att_scores: Tensor) -> tuple[Question, ...]:
-    """The built-in check-in questions (``questions/default.toml``) on this example:
-    net_output (B, T, H), att_scores (B, T)."""
-    from attnviz.classroom import plan  # the plan builds Questions: imported when first used
-
-    return plan.build_questions(plan.default_plan(), net_output, att_scores)

@@ -18,10 +18,12 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from urllib.parse import urlencode
+from urllib.parse import parse_qsl, urlencode
 
 import numpy as np
+import torch
 
+import attnviz
 from attnviz import examples
 from attnviz.errors import AttnvizError
 from attnviz.ui.edit import MAX_ABS
@@ -214,6 +216,22 @@ def example_query(params: Mapping[str, str]) -> str:
         )
     )
     return "" if canonical == encode(Link()) else urlencode(canonical)
+
+
+def example_tensors(query: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """A canonical example query -> net_output (B, T, H) and the weights actually applied (B, T)."""
+    lk = decode(dict(parse_qsl(query)))
+    b, t, h = lk.shape
+    ex = examples.preset(lk.preset, b, t, h, seed=lk.seed)
+    x = ex.net_output if lk.x is None else torch.from_numpy(lk.x)
+    w = ex.att_scores if lk.w is None else torch.from_numpy(lk.w)
+    mask = ex.mask if lk.mask is None else torch.from_numpy(lk.mask)
+    applied = attnviz.attention_weights(
+        w,
+        mask=mask if lk.use_mask else None,
+        normalize="softmax" if lk.softmax else None,
+    )  # (B, T)
+    return x, applied
 
 
 def walkthrough_params(params: Mapping[str, str]) -> dict[str, str]:

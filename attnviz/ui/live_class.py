@@ -22,7 +22,6 @@ refuses the old link and every other session at once.
 from __future__ import annotations
 
 import contextlib
-import os
 import time
 from collections.abc import Mapping
 from urllib.parse import parse_qsl
@@ -36,7 +35,6 @@ from attnviz.classroom import (
     Problem,
     Question,
     format_code,
-    open_store,
     peer,
     secret,
 )
@@ -51,6 +49,7 @@ from attnviz.ui import (
     live_question,
     live_results,
     live_screen,
+    live_store,
 )
 from attnviz.ui.boundary import callback
 from attnviz.ui.live_screen import STUDENT_COOKIE, Keep
@@ -74,15 +73,7 @@ NO_KEY = (
 PREFIX = "wt_"  # the Walkthrough's keys: what the error boundary resets
 
 
-@st.cache_resource(show_spinner=False)
-def _room(url: str, data_dir: str) -> Classroom:
-    """The shared store handle for this process (one per store address)."""
-    return Classroom(open_store(url, data_dir or None))
-
-
-def room() -> Classroom:
-    """The class store named by ATTNVIZ_CLASS_STORE / ATTNVIZ_DATA_DIR."""
-    return _room(os.environ.get("ATTNVIZ_CLASS_STORE", ""), os.environ.get("ATTNVIZ_DATA_DIR", ""))
+room = live_store.room  # the class store (attnviz/ui/live_store.py)
 
 
 def _ss():

@@ -38,7 +38,7 @@ def folder_plans() -> dict[str, Path]:
 @st.cache_resource(max_entries=32, show_spinner=False)
 def _built(example: str) -> tuple[Question, ...]:
     """A class's questions: its plan built on its example (computed once per server)."""
-    from attnviz.ui.walkthrough import example_tensors  # the page owns the example's format
+    from attnviz.ui.link import example_tensors
 
     query = link.example_query(dict(parse_qsl(example)))
     return plan.build_questions(plan.plan_of(example), *example_tensors(query))
@@ -49,7 +49,7 @@ def class_questions(default: tuple[Question, ...]) -> tuple[Question, ...]:
     ss = st.session_state
     if not ss.get("wt_code"):
         return default
-    from attnviz.ui.live_class import room
+    from attnviz.ui.live_store import room
 
     try:
         return _built(room().state(ss["wt_code"]).example)
@@ -59,7 +59,7 @@ def class_questions(default: tuple[Question, ...]) -> tuple[Question, ...]:
 
 def class_plan_text() -> str:
     """The TOML of the plan of the class this session is in (what "Save as a plan" downloads)."""
-    from attnviz.ui.live_class import room
+    from attnviz.ui.live_store import room
 
     try:
         return plan.plan_of(room().state(st.session_state["wt_code"]).example).text

@@ -32,7 +32,7 @@ def table(res: results.Results) -> list[dict[str, object]]:
 
 def section(default_questions: tuple = ()) -> None:
     """The summary, the downloads and "Save as a plan" (inside the teacher's menu)."""
-    from attnviz.ui.live_class import room
+    from attnviz.ui.live_store import room
 
     ss = st.session_state
     code = ss.get("wt_code", "")

@@ -11,16 +11,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from urllib.parse import parse_qsl
 
 import plotly.graph_objects as go
 import streamlit as st
-import torch
 
-import attnviz
-from attnviz import examples, figures
+from attnviz import figures
 from attnviz.classroom import deck
-from attnviz.classroom.question import Question, questions
+from attnviz.classroom.plan import questions
+from attnviz.classroom.question import Question
 from attnviz.errors import AttnvizError
 from attnviz.ui import figure, link, live_class, live_plan, live_question, live_screen
 from attnviz.ui.boundary import callback
@@ -68,20 +66,7 @@ _STYLE = """
 example_query = link.example_query  # the example part of a link, canonical
 
 
-def example_tensors(query: str) -> tuple[torch.Tensor, torch.Tensor]:
-    """A canonical example query -> net_output (B, T, H) and the weights actually applied (B, T)."""
-    lk = link.decode(dict(parse_qsl(query)))
-    b, t, h = lk.shape
-    ex = examples.preset(lk.preset, b, t, h, seed=lk.seed)
-    x = ex.net_output if lk.x is None else torch.from_numpy(lk.x)
-    w = ex.att_scores if lk.w is None else torch.from_numpy(lk.w)
-    mask = ex.mask if lk.mask is None else torch.from_numpy(lk.mask)
-    applied = attnviz.attention_weights(
-        w,
-        mask=mask if lk.use_mask else None,
-        normalize="softmax" if lk.softmax else None,
-    )  # (B, T)
-    return x, applied
+example_tensors = link.example_tensors  # a canonical example query -> its tensors
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
