@@ -102,3 +102,21 @@ def test_streamlits_internals_are_reached_only_from_the_compatibility_module():
             continue
         for name in _imports(path):
             assert not name.startswith(internal), f"{path.relative_to(ROOT)} imports {name}"
+
+
+def test_the_readmes_module_map_names_every_module():
+    """README's module map (the 'layer | modules | may import' table): every package and module of
+    attnviz is named there, by its file name or, inside a package, by its package."""
+    text = (ROOT / "README.md").read_text()
+    table = text[text.index("| layer | modules | may import |") :].split("\n\n")[0]
+    missing = []
+    for path in sorted((ROOT / "attnviz").rglob("*.py")):
+        if path.name in ("__init__.py", "__main__.py"):
+            continue
+        rel = path.relative_to(ROOT / "attnviz")
+        named = f"`{path.name}`" in table or f"{rel.as_posix()}" in table
+        if len(rel.parts) > 1:  # a package's module: named itself, or its package's own line
+            named = named or f"`attnviz/{rel.parts[0]}/`" in table and f"{path.stem}" in table
+        if not named:
+            missing.append(rel.as_posix())
+    assert not missing, f"README's module map does not name: {missing}"

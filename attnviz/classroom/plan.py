@@ -24,23 +24,18 @@ import base64
 import binascii
 import functools
 import re
+import tomllib
 import zlib
 from dataclasses import dataclass
 from importlib import resources
 from urllib.parse import parse_qsl, urlencode
 
-import tomllib
 import torch
 from torch import Tensor
 
 from attnviz import forms, trace
 from attnviz.classroom.question import Kind, Question, format_shape, parse_answer
 from attnviz.errors import AttnvizError
-
-try:  # the standard library's from Python 3.11
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10: the same parser, as a package
-    import tomli as tomllib  # type: ignore[no-redef]
 
 MAX_PLAN_BYTES = 32_000
 MAX_QUESTIONS = 40
