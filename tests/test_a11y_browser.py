@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from attnviz.figures.contrast import contrast
 from attnviz.ui.sections import TABS
 from scripts import streamlit_server
 from scripts.chromium import CHROMIUM, CHROMIUM_ARGS
@@ -203,6 +204,15 @@ def test_a_figure_reaches_the_accessibility_tree_as_a_named_figure_and_a_table(t
 def test_a_keyboard_walks_all_eight_steps_without_losing_focus(tab, url):
     _open(tab, f"{url}/", '[data-testid="stPlotlyChart"]')
     tab.locator(".st-key-pg_next button").focus()
+    tab.keyboard.press("Shift+Tab")  # a keyboard move: the ring drawn is :focus-visible's
+    tab.keyboard.press("Tab")
+    ring = tab.evaluate(
+        """() => { const s = getComputedStyle(document.activeElement);
+                   return [s.outlineStyle, s.outlineColor, parseFloat(s.outlineWidth)]; }"""
+    )
+    assert ring[0] != "none" and ring[2] >= 2, ring
+    rgb = "#" + "".join(f"{int(v):02x}" for v in re.findall(r"\d+", ring[1])[:3])
+    assert contrast(rgb, "#ffffff") >= 3.0, ring  # the ring against the page's white
     for k in range(2, 9):
         tab.keyboard.press("Enter")
         tab.get_by_text(f"Step {k} of 8", exact=True).wait_for(timeout=WAIT_MS)
