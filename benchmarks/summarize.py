@@ -15,6 +15,8 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
+from attnviz.bench import above_floor, format_bytes, format_number, format_share
+
 
 def load(paths: list[Path]) -> list[list[dict]]:
     return [
@@ -23,15 +25,17 @@ def load(paths: list[Path]) -> list[list[dict]]:
 
 
 def cell(r: dict) -> str:
+    flag = " **above the limit**" if above_floor(r) else ""
     return (
-        f"{r['ratio_to_floor']:.2f} / {r['best_ratio_to_floor']:.2f} "
-        f"(IQR {100 * r['iqr_s'] / r['median_s']:.0f}%)"
+        f"{format_number(r['ratio_to_floor'])} / {format_number(r['best_ratio_to_floor'])} "
+        f"(IQR {format_share(r['iqr_s'] / r['median_s'])}){flag}"
     )
 
 
-def span(values: list[float], fmt: str = "{:.2f}") -> str:
+def span(values: list[float], unit: str = "") -> str:
     lo, hi, med = min(values), max(values), statistics.median(values)
-    return f"{fmt.format(lo)}-{fmt.format(hi)} (median {fmt.format(med)})"
+    n = format_number
+    return f"{n(lo)}{unit}-{n(hi)}{unit} (median {n(med)}{unit})"
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -48,9 +52,9 @@ def main(argv: list[str] | None = None) -> None:
     summary = []
     for (shape, threads, dtype), group in groups.items():
         methods = [m for m in group[0] if m != "floor"]
-        mib = group[0]["floor"]["bytes"] / 2**20
+        size = format_bytes(group[0]["floor"]["bytes"])
         name = "x".join(map(str, shape))
-        print(f"#### {name} {dtype} ({mib:.0f} MiB), {threads} thread{'s' * (threads > 1)}\n")
+        print(f"#### {name} {dtype} ({size}), {threads} thread{'s' * (threads > 1)}\n")
         head = ["run", "floor GB/s (median)", *methods]
         multiple = "broadcast" in methods and "fused" in methods
         if multiple:
@@ -61,11 +65,14 @@ def main(argv: list[str] | None = None) -> None:
             floor = run["floor"]
             row = [
                 str(i),
-                f"{floor['gbps']:.1f} (IQR {100 * floor['iqr_s'] / floor['median_s']:.0f}%)",
+                f"{format_number(floor['gbps'])} "
+                f"(IQR {format_share(floor['iqr_s'] / floor['median_s'])})",
             ]
             row += [cell(run[m]) for m in methods]
             if multiple:
-                row.append(f"{run['broadcast']['median_s'] / run['fused']['median_s']:.1f}x")
+                row.append(
+                    f"{format_number(run['broadcast']['median_s'] / run['fused']['median_s'])}x"
+                )
             print("| " + " | ".join(row) + " |")
         print()
         best = [max(methods, key=lambda m, r=run: r[m]["gbps"]) for run in group]
@@ -84,7 +91,7 @@ def main(argv: list[str] | None = None) -> None:
                 ", ".join(f"{m} {best.count(m)}" for m in dict.fromkeys(best)),
                 ratios["fused"],
                 ratios["bmm"],
-                span(times, "{:.1f}x") if times else "-",
+                span(times, "x") if times else "-",
             ]
         )
     print("### Summary\n")
