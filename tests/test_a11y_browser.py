@@ -237,3 +237,18 @@ def test_nothing_scrolls_sideways_at_320_css_px(tab, url, path, ready):
     finally:
         tab.set_viewport_size(LAPTOP)
     assert wide <= 320
+
+
+def test_a_keyboard_switches_every_tab_without_losing_focus(tab, url):
+    _open(tab, f"{url}/", '[data-testid="stPlotlyChart"]')
+    tab.get_by_role("tab", name=TABS[0][1]).focus()
+    lost = []
+    for _, label in TABS[1:]:
+        tab.keyboard.press("ArrowRight")
+        tab.get_by_role("tab", name=label, selected=True).wait_for(timeout=WAIT_MS)
+        _settle(tab)
+        role = tab.evaluate("() => document.activeElement.getAttribute('role')")
+        if role != "tab":
+            lost.append((label, role))
+            tab.get_by_role("tab", name=label).focus()
+    assert not lost
