@@ -17,7 +17,8 @@ speed of a plain read, and never writes a (B, T, H) temporary (the one-liner doe
 - CPU: a weighted sum of rows. x is viewed as B*T rows of H numbers and each sentence's rows are
   summed with its weights in one streaming pass, no (B, T, H) temporary. For float32 the pass is
   our C kernel (``attnviz.native``, compiled on first use, on PyTorch's OpenMP threads), which we
-  measured at about the speed of the read floor ``x.sum()``. Without a C compiler, for the other
+  measured at 0.85-0.87 of the machine's read limit (a C read loop) in L2, L3 and DRAM on one
+  thread (benchmarks/RESULTS.md). Without a C compiler, for the other
   dtypes and for inputs that need gradients, the same row sum runs through PyTorch's
   embedding-bag kernel (``weighted_sum_rows``, ``F.embedding_bag(..., per_sample_weights=w)``,
   sentences cut into chunks when B is small), which has a backward and is somewhat slower.
@@ -65,8 +66,8 @@ def _bmm(x: Tensor, w: Tensor) -> Tensor:
 
 
 # Below this many numbers in x, bmm's single call beats the row sum's few microseconds of set-up
-# (measured with the harness; the numbers are in benchmarks/RESULTS.md, "Small sizes"). It also
-# keeps the C kernel from being built for the app's small examples.
+# (measured with the harness; the numbers are in benchmarks/RESULTS-cpu-history.md, "Small
+# sizes"). It also keeps the C kernel from being built for the app's small examples.
 CPU_ROWS_MIN_NUMEL = 1 << 18
 
 
