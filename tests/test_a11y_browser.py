@@ -226,7 +226,12 @@ def test_a_keyboard_walks_all_eight_steps_without_losing_focus(tab, url):
 
 @pytest.mark.parametrize(
     ("path", "ready"),
-    [("", '[data-testid="stPlotlyChart"]'), ("walkthrough", ".st-key-wt_next")],
+    [
+        ("", '[data-testid="stPlotlyChart"]'),
+        ("walkthrough", ".st-key-wt_next"),
+        ("performance", '[data-testid="stButton"]'),
+        ("learn", '[data-testid="stButton"]'),
+    ],
 )
 def test_nothing_scrolls_sideways_at_320_css_px(tab, url, path, ready):
     tab.set_viewport_size({"width": 320, "height": 720})
