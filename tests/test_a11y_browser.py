@@ -143,6 +143,8 @@ def test_the_live_class_states_have_no_serious_axe_violation(tab, url):
     code = re.search(r"class=([A-Z0-9]{9})", tab.url)[1]
     tab.get_by_text("Join at").wait_for(timeout=WAIT_MS)
     check(tab, "teacher: join code")
+    # the Start button is gone: focus went somewhere sensible, not to the page's body
+    assert tab.evaluate("() => document.activeElement.tagName") != "BODY"
     student = tab.context.browser.new_page(viewport={"width": 390, "height": 844})
     try:
         _open(student, f"{url}/walkthrough?class={code}", ".st-key-wt_next")

@@ -191,6 +191,10 @@ A11Y_SCRIPT = """
       const before = all.slice(0, Math.max(at, 0)).reverse().find(usable);
       target = before || all.slice(at + 1).find(usable) || null;
     }
+    if (!target) {  // the control is gone (Start a live class): the page's heading, then on
+      target = doc.querySelector("[data-testid='stMain'] h1");
+      if (target) target.setAttribute("tabindex", "-1");
+    }
     if (target) target.focus({ preventScroll: true });
   };
   let queued = false;
