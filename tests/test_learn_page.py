@@ -4,6 +4,7 @@ text and a too-long one gets a plain message, forged widget values are refused p
 
 from __future__ import annotations
 
+import html
 from pathlib import Path
 
 import numpy as np
@@ -96,7 +97,9 @@ def test_epoch_slider_picks_the_row(trainer):
     at = _trained(_app())
     at.slider(key="lt_epoch_2").set_value(1).run()
     assert not at.exception
-    descriptions = [c.value for c in at.caption if "The largest weight by epoch" in c.value]
+    # figure.show: each figure's summary as escaped HTML text beside its table
+    summaries = [h.proto.body for h in at.get("html") if "attnviz-summary" in h.proto.body]
+    descriptions = [html.unescape(b) for b in summaries if "The largest weight by epoch" in b]
     assert descriptions and all("1: '" in d and "2: '" not in d for d in descriptions)
 
 
