@@ -132,6 +132,10 @@ _LAPTOP_TYPE = (19.2, 26.9, 271, 15, 44, 17.6)
 _PROJECTOR_TYPE = (24.8, 34.7, 286, 17, 48, 21.6)
 
 
+#: px kept free below the figure: the page's own bottom padding and the few px the heading and the
+#: buttons' row vary by with fonts (the slides test measures every slide's bottom edge)
+BOTTOM_MARGIN = 40
+
 #: The share of the page's width the slide keeps when the live class's question is beside it.
 SLIDE_SHARE = 0.6
 
@@ -154,7 +158,7 @@ def figure_room(
     code_lines = -(-(len(slide.code) + 4) // max(int(code_w / (0.6 * code_font)), 20))
     used = base + above + lines * line + para * (len(paragraphs) - 1)
     used += (code_lines - 1) * (code_font * 1.5) + (captions if slide.right_code else 0)
-    return int(screen.h - used - 28)
+    return int(screen.h - used - BOTTOM_MARGIN)
 
 
 #: The fewest px a figure gets on a projector (its text is 24 px), and with a laptop's text.
