@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-TOOLS = {"pytest", "pytest-xdist", "hypothesis", "playwright", "ruff"}
+TOOLS = {"pytest", "pytest-xdist", "hypothesis", "playwright", "ruff", "zxing-cpp"}
 TOOLS |= {"ipykernel", "jupytext", "nbclient", "nbformat", "jupyterlab", "triton"}
 _LOWER = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*>=\s*([0-9][^,;\s#]*)")
 
