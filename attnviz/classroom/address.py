@@ -33,19 +33,29 @@ MAX_URL_CHARS = 300
 _ANY = ("", "0.0.0.0", "::", "*")  # listening on every interface
 
 
-def is_loopback(host: str) -> bool:
-    """True for an address only this machine reaches: 127.0.0.0/8, ::1, ``localhost`` (and names
-    under ``.localhost``). Brackets around an IPv6 address are allowed."""
+_OWN_NAMES = (ipaddress.ip_address("127.0.0.1"), ipaddress.ip_address("::1"))
+
+
+def _host_ip(host: str) -> str | ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """'localhost' for a localhost name, the address for an IP (IPv4-mapped IPv6 unwrapped,
+    brackets allowed), None for any other name."""
     host = host.strip().strip("[]").lower().rstrip(".")
     if host == "localhost" or host.endswith(".localhost"):
-        return True
+        return "localhost"
     try:
         ip = ipaddress.ip_address(host)
     except ValueError:
-        return False
+        return None
     if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    return ip.is_loopback
+        return ip.ipv4_mapped
+    return ip
+
+
+def is_loopback(host: str) -> bool:
+    """True for an address only this machine reaches: 127.0.0.0/8, ::1, ``localhost`` (and names
+    under ``.localhost``). Brackets around an IPv6 address are allowed."""
+    ip = _host_ip(host)
+    return ip == "localhost" or (ip is not None and not isinstance(ip, str) and ip.is_loopback)
 
 
 def is_default_local(host: str) -> bool:
@@ -53,19 +63,10 @@ def is_default_local(host: str) -> bool:
     names under ``.localhost``), 127.0.0.1, ::1, 0.0.0.0. The teacher is warned for these. Other
     loopback addresses (127.0.0.2, ...) are only ever typed on purpose (a test network, a tunnel):
     the link keeps them and no warning is shown."""
-    host = host.strip().strip("[]").lower().rstrip(".")
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        ip = ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    return ip.is_unspecified or ip in (
-        ipaddress.ip_address("127.0.0.1"),
-        ipaddress.ip_address("::1"),
-    )
+    ip = _host_ip(host)
+    if ip is None or isinstance(ip, str):
+        return ip == "localhost"
+    return ip.is_unspecified or ip in _OWN_NAMES
 
 
 def parse_base_url(text: object) -> str:
