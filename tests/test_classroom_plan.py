@@ -5,12 +5,13 @@ that produces it, found by running that form (the catalogue's runs are the oracl
 
 from __future__ import annotations
 
+import random
 import re
 
 import pytest
 
 from attnviz import examples, forms
-from attnviz.classroom import plan
+from attnviz.classroom import deck, plan
 from attnviz.classroom.plan import PlanError, build_questions, default_plan, parse_plan
 from attnviz.classroom.question import Kind, format_shape
 
@@ -197,3 +198,80 @@ def test_a_forged_packed_plan_is_refused_not_inflated():
         plan.unpack(bomb)
     with pytest.raises(PlanError, match="could not be read"):
         plan.unpack("not base64 at all!")
+
+
+# ---- the slide order ------------------------------------------------------------------------------
+
+#: A plan that shows the trap before the sum and leaves out the gradient and view slides.
+REORDERED = ["net_output", "att_scores", "unsqueeze", "trap", "align", "product", "sum", "result"]
+
+
+def _with_slides(order: list[str]) -> str:
+    first, rest = TEACHER.split("\n\n", 1)
+    assert first.startswith("slides = ")
+    return "slides = [" + ", ".join(f'"{k}"' for k in order) + "]\n\n" + rest
+
+
+def test_the_deck_has_the_slides_a_plan_may_name():
+    x, w = examples.random_example(2, 3, 5, seed=6)
+    assert tuple(s.key for s in deck.story(x, w).slides) == plan.SLIDE_KEYS
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_arrange_puts_the_deck_in_the_plans_order_and_leaves_out_the_rest(seed):
+    x, w = examples.random_example(2, 3, 5, seed=seed)
+    slides = deck.story(x, w).slides
+    rng = random.Random(seed)
+    order = rng.sample(plan.SLIDE_KEYS, rng.randint(1, len(plan.SLIDE_KEYS)))
+    got = plan.arrange(slides, order)
+    # oracle: for each key of the order, the deck's slide with that key, by a plain search
+    expected = []
+    for key in order:
+        for s in slides:
+            if s.key == key:
+                expected.append(s)
+    assert list(got) == expected
+    assert [s.key for s in got] == order
+
+
+def test_a_plans_order_and_subset_are_parsed_as_written():
+    p = parse_plan(_with_slides(REORDERED))
+    assert p.slides == tuple(REORDERED)
+
+
+def test_a_plan_without_slides_has_the_decks_order():
+    text = TEACHER.split("\n\n", 1)[1]
+    assert parse_plan(text).slides == plan.SLIDE_KEYS
+
+
+def test_a_saved_plan_comes_back_in_the_same_order():
+    text = _with_slides(REORDERED)
+    carried = plan.with_plan("preset=classic&shape=2x3x5", text)
+    saved = plan.plan_of(carried).text  # what "Save this class as a plan" downloads
+    assert parse_plan(saved).slides == tuple(REORDERED)
+    again = plan.plan_of(plan.with_plan("", saved))  # started again next week
+    assert again.slides == tuple(REORDERED) and again.questions == parse_plan(text).questions
+
+
+@pytest.mark.parametrize(
+    ("slides", "said"),
+    [
+        ('["net_output", "sum", "net_output", "att_scores"]', "'net_output' is named twice"),
+        ('["net_output", "sum", "summary", "att_scores"]', "'summary' is not a slide"),
+        ('["net_output", 3, "sum", "att_scores"]', "a int is not a slide"),
+        ("[]", "a list of slide names"),
+        ('"net_output"', "a list of slide names"),
+    ],
+)
+def test_a_bad_slide_list_names_the_field_its_line_and_the_slide(slides, said):
+    text = "# my plan\n\n" + _with_slides(["sum"]).replace('["sum"]', slides)
+    with pytest.raises(PlanError) as e:
+        parse_plan(text)
+    assert f"Field 'slides' at line 3: {said}" in str(e.value)
+
+
+def test_a_question_before_a_slide_the_plan_leaves_out_is_refused_at_its_line():
+    text = _with_slides(["net_output", "sum", "result"])  # how_many_words is before att_scores
+    line = text[: text.index('before = "att_scores"')].count("\n") + 1
+    with pytest.raises(PlanError, match=rf"'before' at line {line}: .* one of net_output, sum,"):
+        parse_plan(text)

@@ -26,6 +26,7 @@ import functools
 import re
 import tomllib
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 from urllib.parse import parse_qsl, urlencode
@@ -34,6 +35,7 @@ import torch
 from torch import Tensor
 
 from attnviz import forms, trace
+from attnviz.classroom.deck import Slide
 from attnviz.classroom.question import Kind, Question, format_shape, parse_answer
 from attnviz.errors import AttnvizError
 
@@ -231,17 +233,24 @@ def parse_plan(text: object) -> Plan:
 
 
 def _slides(value: object, line: int) -> tuple[str, ...]:
-    if (
-        not isinstance(value, list)
-        or not value
-        or not all(isinstance(s, str) and s in SLIDE_KEYS for s in value)
-    ):
-        raise PlanError(
-            f"Field 'slides' at line {line}: a list of slide names from {', '.join(SLIDE_KEYS)}."
-        )
-    if len(set(value)) != len(value):
-        raise PlanError(f"Field 'slides' at line {line}: a slide is named twice.")
+    names = f"a list of slide names, in the order the class sees them, from {', '.join(SLIDE_KEYS)}"
+    if not isinstance(value, list) or not value:
+        raise PlanError(f"Field 'slides' at line {line}: {names}.")
+    for s in value:
+        if not isinstance(s, str) or s not in SLIDE_KEYS:
+            shown = repr(s[:40]) if isinstance(s, str) else f"a {type(s).__name__}"
+            raise PlanError(f"Field 'slides' at line {line}: {shown} is not a slide; {names}.")
+    twice = next((s for i, s in enumerate(value) if s in value[:i]), None)
+    if twice is not None:
+        raise PlanError(f"Field 'slides' at line {line}: {twice!r} is named twice.")
     return tuple(value)
+
+
+def arrange(slides: Sequence[Slide], order: Sequence[str]) -> tuple[Slide, ...]:
+    """The deck's slides in a plan's order: order names slide keys (``Plan.slides``); a slide it
+    leaves out is not shown, and a key the deck does not have is skipped."""
+    by_key = {s.key: s for s in slides}
+    return tuple(by_key[k] for k in order if k in by_key)
 
 
 def _text(q: dict, name: str, line: int, *, required: bool = True, most: int = 0) -> str:

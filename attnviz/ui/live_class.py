@@ -202,6 +202,7 @@ def _start(query: str, slide: int, n: int) -> None:
     example = live_plan.with_picked(query)  # the picked plan travels with the class
     if example is None:
         return
+    slide, n = live_plan.start_slide(example, slide)  # the same slide, at its place in the plan
     try:
         started = r.start(example=example, client=client.address())
         r.move(started.code, started.token, slide, n)
@@ -209,6 +210,7 @@ def _start(query: str, slide: int, n: int) -> None:
         ss["wt_notice"] = str(e)
         return
     ss["wt_code"], ss["wt_token"], ss["wt_remember"] = started.code, started.token, True
+    ss["wt_slide"] = slide
     ss["wt_show_join"] = True
 
 

@@ -1,6 +1,7 @@
 """The class's plan in the Walkthrough: the teacher picks one when starting a class (the built-in
 questions, a file from the folder the operator configures with ``ATTNVIZ_PLAN_DIR``, or an
-upload), and every screen of the class asks the plan's questions.
+upload), and every screen of the class shows the plan's slides in the plan's order (those it
+leaves out are not shown) and asks the plan's questions.
 
 A plan travels in the class record (``attnviz.classroom.plan.with_plan``), so every replica and
 every student builds the same questions; an upload is bounded in size and parsed strictly before
@@ -16,6 +17,7 @@ from urllib.parse import parse_qsl
 import streamlit as st
 
 from attnviz.classroom import ClassError, Question, plan
+from attnviz.classroom.deck import Slide
 from attnviz.classroom.service import MAX_EXAMPLE_CHARS
 from attnviz.errors import AttnvizError
 from attnviz.ui import link
@@ -55,6 +57,36 @@ def class_questions(default: tuple[Question, ...]) -> tuple[Question, ...]:
         return _built(room().state(ss["wt_code"]).example)
     except (ClassError, AttnvizError):
         return default  # the poll says when the class is gone
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def _order(example: str) -> tuple[str, ...]:
+    """A class's slide order: the keys its plan names (parsed once per server and example)."""
+    return plan.plan_of(example).slides
+
+
+def class_slides(default: tuple[Slide, ...]) -> tuple[Slide, ...]:
+    """The slides of the class this session is in, in its plan's order; else default (the deck's
+    order, outside a class or when the class cannot be read: the poll says why)."""
+    ss = st.session_state
+    if not ss.get("wt_code"):
+        return default
+    from attnviz.ui.live_store import room
+
+    try:
+        arranged = plan.arrange(default, _order(room().state(ss["wt_code"]).example))
+    except (ClassError, AttnvizError):
+        return default
+    return arranged or default
+
+
+def start_slide(example: str, slide: int) -> tuple[int, int]:
+    """(where, how many) for a class starting with example's plan while the teacher shows the
+    deck's slide (1-based, the deck's order): the same slide at its place in the plan, or the
+    plan's first slide when the plan leaves it out."""
+    order = _order(example)
+    key = plan.SLIDE_KEYS[min(max(slide, 1), len(plan.SLIDE_KEYS)) - 1]
+    return (order.index(key) + 1 if key in order else 1), len(order)
 
 
 def class_plan_text() -> str:

@@ -95,11 +95,12 @@ _FIGURES: dict[deck.Kind, Callable[[deck.Story, deck.Slide, figures.Style], go.F
 
 
 @st.cache_data(max_entries=192, show_spinner=False)
-def _figure(query: str, index: int, style_name: str, height: int) -> tuple[dict, str]:
-    """-> (the figure as a plotly dict, its text description); height 0 keeps its own."""
+def _figure(query: str, key: str, style_name: str, height: int) -> tuple[dict, str]:
+    """The figure of the slide named key -> (the figure as a plotly dict, its text description);
+    height 0 keeps its own."""
     style = {s.name: s for s in (figures.SCREEN, figures.PROJECTOR, figures.PHONE)}[style_name]
     story = deck.story(*example_tensors(query))
-    slide = story.slides[index]
+    slide = next(s for s in story.slides if s.key == key)
     fig = _FIGURES[slide.kind](story, slide, style)
     _untitled(fig, style, drop_subtitle=slide.kind is deck.Kind.TRAP)
     if height:
@@ -301,7 +302,7 @@ def page() -> None:
     if not ss.get("wt_ready"):
         _init()
     query = ss["wt_example"]
-    slides = _slides(query)
+    slides = live_plan.class_slides(_slides(query))  # in a class: its plan's order
     n = len(slides)
     ss["wt_slide"] = min(max(int(ss["wt_slide"]), 1), n)
     screen = live_class.screen()
@@ -331,7 +332,7 @@ def page() -> None:
                 st.markdown(slide.narration)
             above = live_class.height_above(screen.w)
             style, height = figure_fit(screen, slide, above, SLIDE_SHARE if beside else 1.0)
-            spec, text = _figure(query, k - 1, style.name, height)
+            spec, text = _figure(query, slide.key, style.name, height)
             figure.show(
                 spec, "wt_fig", summary=text, config=figure.SLIDE_CONFIG, folded="wt_description"
             )
