@@ -10,6 +10,7 @@ import re
 import pytest
 
 from attnviz.classroom import deck, plan
+from attnviz.ui import live_plan
 from attnviz.ui.link import example_tensors
 from tests.test_classroom_plan import REORDERED, TEACHER, _with_slides
 from tests.test_walkthrough import _app, _click, _room, _slide, _student, _texts
@@ -93,3 +94,11 @@ def test_outside_a_class_the_walkthrough_keeps_the_decks_order():
     at = _app()
     _click(at, "wt_last")
     assert _title(at) == _titles()[plan.SLIDE_KEYS[-1]]
+
+
+def test_upload_picked_but_nothing_uploaded_starts_no_class():
+    teacher = _app()
+    teacher.selectbox(key="wt_plan_pick").set_value(live_plan.UPLOAD).run()
+    _click(teacher, "wt_start")
+    assert not teacher.session_state["wt_code"]
+    assert "Upload a plan file first" in _texts(teacher)

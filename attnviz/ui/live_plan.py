@@ -104,10 +104,16 @@ def picker() -> None:
     ss = st.session_state
     options = [BUILTIN, *folder_plans(), UPLOAD]
     pick = st.selectbox("Questions", options, key="wt_plan_pick")
-    ss["wt_plan_text"], ss["wt_plan_error"] = None, ""
+    ss["wt_plan_text"], ss["wt_plan_error"], ss["wt_plan_missing"] = None, "", False
     text: str | bytes | None = None
     if pick == UPLOAD:
-        up = st.file_uploader("Plan file (.toml)", type=["toml"], key="wt_plan_upload")
+        up = st.file_uploader(
+            f"Plan file (.toml, at most {plan.MAX_PLAN_BYTES // 1000} KB)",
+            type=["toml"],
+            key="wt_plan_upload",
+            max_upload_size=1,  # MB: the browser refuses more; the parser, over MAX_PLAN_BYTES
+        )
+        ss["wt_plan_missing"] = up is None
         if up is not None:
             text = up.getvalue() if up.size <= plan.MAX_PLAN_BYTES else b"#" * (up.size or 1)
     elif pick != BUILTIN:
@@ -133,7 +139,10 @@ def with_picked(query: str) -> str | None:
     notice) when the picked plan is malformed or too large to share."""
     ss = st.session_state
     if ss.get("wt_plan_error"):
-        ss["wt_notice"] = "The plan file has a mistake (see under the Start button)."
+        ss["wt_notice"] = "The plan file has a mistake (see above the Start button)."
+        return None
+    if ss.get("wt_plan_missing"):
+        ss["wt_notice"] = "Upload a plan file first, or pick the built-in questions."
         return None
     example = plan.with_plan(query, ss.get("wt_plan_text"))
     if len(example) > MAX_EXAMPLE_CHARS:
