@@ -56,6 +56,8 @@ a:focus-visible, button:focus-visible, [role="tab"]:focus-visible, [role="switch
 input:focus-visible, summary:focus-visible, [tabindex]:focus-visible, label:focus-within {
   outline: 3px solid #1a4f8b !important; outline-offset: 2px;
 }
+/* a multiselect's text box, beside its chips, a touch target of at least 24 px (WCAG 2.5.8) */
+[data-testid="stMultiSelectTagsContainer"] input { min-width: 24px; min-height: 24px; }
 /* a figure's numbers: real tables, scrolled sideways inside themselves when wider */
 .attnviz-tables { overflow-x: auto; max-width: 100%; }
 .attnviz-tables table { border-collapse: collapse; margin: 0.5rem 0 1rem 0; font-size: 0.875rem; }
