@@ -28,15 +28,18 @@ def distinct_sizes(rng: Random, n: int, lo: int, hi: int, *, avoid: Sequence[int
     return rng.sample([s for s in range(lo, hi + 1) if s not in avoid], n)
 
 
-def expected_of(f: Callable[..., Tensor], *args: Tensor, dtype: torch.dtype) -> Tensor:
-    """The oracle in float64, returned in the dtype (and on the device) the result must have."""
-    device = args[0].device
+def expected_of(f: Callable[..., Tensor], *args: object, dtype: torch.dtype) -> Tensor:
+    """The oracle in float64, returned in the dtype (and on the device) the result must have:
+    the first argument's device; arguments that are not tensors are passed as they are."""
+    device = next(a.device for a in args if isinstance(a, Tensor))
     return f(*_float64(args)).to(device, dtype)
 
 
-def _float64(args: Sequence[Tensor]) -> tuple[Tensor, ...]:
+def _float64(args: Sequence[object]) -> tuple[object, ...]:
     return tuple(
-        a.detach().to("cpu", torch.float64) if a.is_floating_point() else a.detach().cpu()
+        (a.detach().to("cpu", torch.float64) if a.is_floating_point() else a.detach().cpu())
+        if isinstance(a, Tensor)
+        else a
         for a in args
     )
 

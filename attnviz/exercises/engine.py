@@ -3,9 +3,12 @@
 A checker builds fresh ``Case``s and an ``Exercise`` (its name, its registry of known mistakes
 ``{key: Entry}``, its judge, the rules the task states) and calls ``run``. ``run`` calls the
 student's function on every case under a ``Probe`` (which counts torch operations, remembers the
-one that raised and where a dtype changed) and an ``answer_key.Watch`` (which sees a call of the
-library's own answer), judges each ``Outcome`` (a ``Kind``), enforces the rules (no answer key, no
-Python loop, the result keeps its gradient), then writes one ``CheckResult``:
+one that raised and where a dtype changed) and a ``watch.Watch`` (which sees a call of an answer
+key, the library's or the checker's, and what lets the checker vouch for nothing: its watcher
+switched off, a thread, torch or the checker changed), computes the case's expected answer only
+then (``Case.reveal``), judges each ``Outcome`` (a ``Kind``), enforces the rules (no answer key,
+nothing tampered with, no Python loop, the result keeps its gradient), then writes one
+``CheckResult``:
 
 - a mistake is recognised by computing what each registered mistake gives on the same inputs and
   comparing with what the student's function gave, on every case (the passed ones too), never by
@@ -30,13 +33,14 @@ from torch import Tensor
 from attnviz import tolerance
 from attnviz.exercises import rules
 from attnviz.exercises.answer_key import HINT as ANSWER_KEY_HINT
-from attnviz.exercises.answer_key import Watch
+from attnviz.exercises.answer_key import hint_for
 from attnviz.exercises.cases import dtype_name
 from attnviz.exercises.explain import explain
 from attnviz.exercises.observe import observe
 from attnviz.exercises.outcome import Case, Kind, Outcome, shape_words
 from attnviz.exercises.probe import Probe, dtype_change, dtype_key
 from attnviz.exercises.result import NOT_ATTEMPTED, CheckResult, Status
+from attnviz.exercises.watch import Watch
 
 # kinds that name their own mistake (the key of its entry in the registry)
 _KIND_KEYS = {
@@ -105,12 +109,19 @@ COMMON: dict[str, Entry] = {
         "Print `.dtype` after each step of your function to see where it changes.",
     ),
     "answer_key": Entry("", ANSWER_KEY_HINT),  # a rule names it (see answer_key)
+    "watch_off": Entry("", ""),  # the engine says it all (see watch)
     "python_loop": Entry(
         "",
         "A Python loop runs one small operation per sentence or word, which is slow on real "
         "sizes and on a GPU. Let broadcasting and one reduction do the whole batch at once.",
     ),
 }
+
+
+WATCH_OFF_HINT = (
+    "The exercise needs none of that: compute the result from your function's inputs, and the "
+    "checker can judge it."
+)
 
 
 @dataclass(frozen=True)
@@ -135,7 +146,9 @@ class NotAttempted(Exception):
 
 def call(fn: Callable, case: Case) -> Outcome:
     """Run the student's function on one case; catch what it raises and what it modifies, and
-    observe what it did (torch operations, dtype changes, a call of the library's answer)."""
+    observe what it did (torch operations, dtype changes, a call of an answer key, what lets the
+    checker vouch for nothing). The case's expected answer is computed afterwards, from copies of
+    the inputs taken before the call."""
     before = [a.detach().clone() if isinstance(a, Tensor) else None for a in case.args]
     out = Outcome(case)
     probe, watch = Probe(), Watch()
@@ -148,15 +161,23 @@ def call(fn: Callable, case: Case) -> Outcome:
         out.kind, out.exc = Kind.EXCEPTION, exc
         if probe.failed is not None and _caused_by(exc, probe.failed_exc):
             out.failed_op = probe.failed
-        out.ops, out.answer_key = probe.ops, watch.called
+        out.ops, out.answer_key, out.tampered = probe.ops, watch.called, watch.tampered
+        case.reveal(_clean(case, before))
         return out
-    out.ops, out.changes, out.answer_key = probe.ops, tuple(probe.changes), watch.called
+    out.ops, out.changes = probe.ops, tuple(probe.changes)
+    out.answer_key, out.tampered = watch.called, watch.tampered
+    case.reveal(_clean(case, before))
     out.mutated = tuple(
         name
         for name, a, b in zip(case.names, case.args, before, strict=True)
         if isinstance(a, Tensor) and not (a.shape == b.shape and torch.equal(a.detach(), b))
     )
     return out
+
+
+def _clean(case: Case, before: list[Tensor | None]) -> tuple[object, ...]:
+    """The case's arguments as they were before the call (tensors copied then, the rest as is)."""
+    return tuple(a if b is None else b for a, b in zip(case.args, before, strict=True))
 
 
 def _caused_by(exc: BaseException, inner: BaseException | None) -> bool:
@@ -425,8 +446,12 @@ def run(ex: Exercise, fn: object, cases: list[Case]) -> CheckResult:
         return not_attempted(ex.name, len(cases), name)
     used = next((o.answer_key for o in outcomes if o.answer_key), "")
     if used:
-        msg = f"Not quite yet: your function calls `{used}`.\n\n{ex.mistakes['answer_key'].hint}"
+        msg = f"Not quite yet: your function calls `{used}`.\n\n{hint_for(used)}"
         return CheckResult(ex.name, Status.FAILED, msg, "answer_key", 0, len(cases), name)
+    tampered = next((o for o in outcomes if o.tampered), None)
+    if tampered is not None:
+        msg = f"Not quite yet: on {tampered.case.label}, {tampered.tampered}\n\n{WATCH_OFF_HINT}"
+        return CheckResult(ex.name, Status.FAILED, msg, "watch_off", 0, len(cases), name)
     loop = rules.find_loop(fn, outcomes) if ex.no_loop else ""
     passed = [o for o in outcomes if o.ok]
     failed = [o for o in outcomes if not o.ok]

@@ -9,6 +9,7 @@ import torch
 from torch import Tensor
 
 from attnviz import examples
+from attnviz.exercises.answer_key import reference
 from attnviz.exercises.cases import distinct_sizes, fresh_seed, rng_and_generator
 from attnviz.exercises.engine import COMMON, Case, Entry, Exercise, Kind, Outcome, judge_tensor, run
 from attnviz.exercises.explain import student_line
@@ -69,6 +70,16 @@ ADD_AXIS: dict[str, Entry] = {
 }
 
 
+@reference
+def _add_axis(w: Tensor) -> Tensor:
+    return w[..., None]  # (B,T) -> (B,T,1)
+
+
+@reference
+def _expand(w: Tensor, h: int) -> Tensor:
+    return w[..., None].expand(*w.shape, h)  # (B,T) -> (B,T,1) -> (B,T,H), a view
+
+
 def _note_copy(o: Outcome) -> Outcome:
     o = judge_tensor(o)
     w, out = o.case.args[0], o.output
@@ -87,7 +98,9 @@ def check_add_axis(fn: Callable[[Tensor], Tensor], *, seed: int | None = None) -
     """Check fn(att_scores (B, T)) -> (B, T, 1), the same numbers with a trailing axis of size 1."""
     raw, _ = _bt_inputs(seed)
     cases = [
-        Case(label, (w,), ("att_scores",), w.clone()[..., None], {"B": w.shape[0], "T": w.shape[1]})
+        Case(
+            label, (w,), ("att_scores",), sizes={"B": w.shape[0], "T": w.shape[1]}, answer=_add_axis
+        )
         for label, w in raw
     ]
     return run(_ADD_AXIS, fn, cases)
@@ -147,8 +160,8 @@ def check_expand_weights(
         h = rng.choice([s for s in range(2, 8) if s not in (b, t)])
         if label.startswith("B == T"):
             h = t  # the trap: (B, H, T) has the same shape as (B, T, H)
-        expected = w.clone()[..., None].expand(b, t, h).clone()
-        cases.append(Case(label, (w, h), ("att_scores", "h"), expected, {"B": b, "T": t, "H": h}))
+        sizes = {"B": b, "T": t, "H": h}
+        cases.append(Case(label, (w, h), ("att_scores", "h"), sizes=sizes, answer=_expand))
     return run(_EXPAND, fn, cases)
 
 
@@ -156,6 +169,7 @@ def check_expand_weights(
 # Exercise 1: the broadcasting rule
 
 
+@reference
 def _broadcast(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...] | None:
     """The oracle: torch's own rule; None when the shapes do not broadcast."""
     try:
@@ -310,5 +324,6 @@ def check_broadcast_shape(
     missing axis counts as 1; the result takes the larger size.
     """
     pairs = _broadcast_pairs(Random(fresh_seed(seed)))
-    cases = [Case(label, (a, b), ("shape_a", "shape_b"), _broadcast(a, b)) for label, a, b in pairs]
+    names = ("shape_a", "shape_b")
+    cases = [Case(label, (a, b), names, answer=_broadcast) for label, a, b in pairs]
     return run(_BROADCAST, fn, cases)

@@ -12,7 +12,8 @@ import torch
 from torch import Tensor
 
 from attnviz import examples, forms, tolerance
-from attnviz.exercises.cases import distinct_sizes, expected_of, rng_and_generator
+from attnviz.exercises.answer_key import reference
+from attnviz.exercises.cases import distinct_sizes, rng_and_generator
 from attnviz.exercises.engine import (
     COMMON,
     Case,
@@ -79,10 +80,10 @@ def _sizes_of(x: Tensor) -> dict[str, int]:
 
 
 def _case(label: str, args: tuple, names: tuple, oracle: Callable[..., Tensor]) -> Case:
-    x = args[0]
-    return Case(label, args, names, expected_of(oracle, *args, dtype=x.dtype), _sizes_of(x))
+    return Case(label, args, names, sizes=_sizes_of(args[0]), answer=oracle)
 
 
+@reference
 def _ws(x: Tensor, w: Tensor) -> Tensor:
     return (x * w[..., None]).sum(dim=1)  # (B,T,H) * (B,T,1) -> (B,H)
 
@@ -203,6 +204,7 @@ def check_weighted_sum(
 # Exercise 5: the masked weighted sum
 
 
+@reference
 def _masked_ws(x: Tensor, w: Tensor, mask: Tensor) -> Tensor:
     return (x * (w * mask)[..., None]).sum(dim=1)  # (B,T,H) * (B,T,1) -> (B,H)
 
@@ -317,6 +319,7 @@ def check_masked_weighted_sum(
 # Exercise 4: softmax, then the weighted sum
 
 
+@reference
 def _softmax_ws(x: Tensor, s: Tensor) -> Tensor:
     return _ws(x, s.softmax(dim=1))  # softmax over words, then (B,T,H) * (B,T,1) -> (B,H)
 
@@ -406,6 +409,7 @@ def check_softmax_weighted_sum(
 # Exercise 6: the gradient of the weights
 
 
+@reference
 def _weights_grad(x: Tensor, g: Tensor) -> Tensor:
     return (x * g[:, None, :]).sum(dim=2)  # (B,T,H) * (B,1,H) -> sum over H -> (B,T)
 

@@ -3,6 +3,7 @@ pretend GPU whose clock the checker controls)."""
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Callable, Sequence
 from random import Random
@@ -10,6 +11,7 @@ from random import Random
 import numpy as np
 import torch
 
+from attnviz.exercises.answer_key import reference
 from attnviz.exercises.cases import distinct_sizes, dtype_name, fresh_seed
 from attnviz.exercises.engine import Case, Entry, Exercise, Kind, Outcome, run
 from attnviz.exercises.result import CheckResult
@@ -20,6 +22,11 @@ from attnviz.exercises.result import CheckResult
 
 def _itemsize(dtype: torch.dtype) -> int:
     return torch.empty((), dtype=dtype).element_size()
+
+
+@reference
+def _temporary_bytes(b: int, t: int, h: int, dtype: torch.dtype) -> int:
+    return b * t * h * _itemsize(dtype)  # the (B, T, H) product, before the sum
 
 
 def _judge_bytes(o: Outcome) -> Outcome:
@@ -96,9 +103,9 @@ def check_intermediate_bytes(
         cases.append((f"a fresh shape in {dtype_name(dtype)}", b, t, h, dtype))
     b, t = rng.randint(16, 256), rng.randint(64, 1024)
     cases.append(("a realistic batch, float16", b, t, 768, torch.float16))
+    names = ("b", "t", "h", "dtype")
     built = [
-        Case(label, (b, t, h, d), ("b", "t", "h", "dtype"), b * t * h * _itemsize(d))
-        for label, b, t, h, d in cases
+        Case(label, (b, t, h, d), names, answer=_temporary_bytes) for label, b, t, h, d in cases
     ]
     return run(_BYTES, fn, built)
 
@@ -112,7 +119,8 @@ class VirtualGPU:
 
     op() queues `cost` seconds of work and returns after `launch` seconds of host time (like a CUDA
     kernel launch); the first call costs `cold` (like compilation and allocation); sync() waits
-    until the queue is empty; clock() reads host time.
+    until the queue is empty; clock() reads host time. A timer gets them as plain functions
+    (``controls``), not as the device's methods.
     """
 
     def __init__(self, launch: float, warm: float, cold: float) -> None:
@@ -123,6 +131,7 @@ class VirtualGPU:
         self.clock_reads = 0
         self.syncs = 0
         self.events: list[str] = []
+        self.readings: list[float] = []  # what clock() returned, in order
 
     def op(self) -> None:
         self.calls += 1
@@ -139,7 +148,38 @@ class VirtualGPU:
     def clock(self) -> float:
         self.clock_reads += 1
         self.events.append("clock")
+        self.readings.append(self.host)
         return self.host
+
+    def controls(self) -> tuple[Callable[[], None], Callable[[], float], Callable[[], None]]:
+        """op, clock and sync as plain functions: a bound method would hand the timer the device
+        itself (`op.__self__`), and with it the cost it is asked to measure."""
+        device = self
+
+        def op() -> None:
+            device.op()
+
+        def clock() -> float:
+            return device.clock()
+
+        def sync() -> None:
+            device.sync()
+
+        return op, clock, sync
+
+
+def measured(value: float, readings: Sequence[float], calls: int) -> bool:
+    """value is what two of the readings measured: their difference, or that divided by a number
+    of calls up to calls (one reading around several calls). readings never decrease."""
+    for k in range(1, max(calls, 1) + 1):
+        span = value * k
+        for i, start in enumerate(readings):
+            j = bisect.bisect_left(readings, start + span * (1 - 1e-9), lo=i)
+            if j < len(readings) and math.isclose(
+                readings[j] - start, span, rel_tol=1e-9, abs_tol=1e-15
+            ):
+                return True
+    return False
 
 
 def _judge_timer(o: Outcome) -> Outcome:
@@ -160,7 +200,11 @@ def _judge_timer(o: Outcome) -> Outcome:
     elif len(times) != repeats:
         o.keys = ("wrong_count",)
     elif all(math.isclose(v, warm, rel_tol=1e-6) for v in times):
-        o.kind, o.ok = Kind.OK, True
+        if all(measured(v, dev.readings, repeats) for v in set(times)):
+            o.kind, o.ok = Kind.OK, True
+            return o
+        o.keys = ("not_measured",)
+        o.detail = "your timer returned durations that its readings of `clock` did not measure."
         return o
     elif dev.syncs == 0 or all(v < warm / 2 for v in times):
         o.keys = ("no_sync",)
@@ -201,6 +245,11 @@ TIMER: dict[str, Entry] = {
         "used your own clock (e.g. time.perf_counter)", "Use the `clock` you were given."
     ),
     "not_numbers": Entry("", "Return a list of numbers (seconds)."),
+    "not_measured": Entry(
+        "",
+        "Return what your timer measures: each duration is the difference of two readings of "
+        "`clock` (divided by the number of calls it spans, if it spans several).",
+    ),
     "total_not_per_call": Entry(
         "returned the total time of all calls each time",
         "Divide by the number of calls to get the time of one.",
@@ -230,10 +279,11 @@ def check_timer(
         warm = rng.uniform(1e-4, 1e-3)
         dev = VirtualGPU(launch=rng.uniform(5e-6, 2e-5), warm=warm, cold=warm * rng.uniform(20, 50))
         repeats = rng.randint(3, 8)
+        op, clock, sync = dev.controls()
         cases.append(
             Case(
                 f"run {i + 1} (repeats={repeats})",
-                (dev.op, repeats, dev.clock, dev.sync),
+                (op, repeats, clock, sync),
                 ("op", "repeats", "clock", "sync"),
                 warm,
                 context=dev,

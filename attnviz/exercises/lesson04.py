@@ -10,7 +10,8 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
-from attnviz.exercises.cases import distinct_sizes, expected_of, rng_and_generator
+from attnviz.exercises.answer_key import reference
+from attnviz.exercises.cases import distinct_sizes, rng_and_generator
 from attnviz.exercises.engine import COMMON, Case, Entry, Exercise, judge_tensor, run
 from attnviz.exercises.result import CheckResult
 
@@ -18,6 +19,7 @@ from attnviz.exercises.result import CheckResult
 # Exercise 1: the score of every word
 
 
+@reference
 def _scores(keys: Tensor, v: Tensor) -> Tensor:
     return keys @ v  # (B, T, H) @ (H,) -> (B, T)
 
@@ -61,8 +63,8 @@ def _kv(gen: torch.Generator, b: int, t: int, h: int, dtype=torch.float32):
 
 def _score_case(label: str, keys: Tensor, v: Tensor) -> Case:
     b, t, h = keys.shape
-    want = expected_of(_scores, keys, v, dtype=keys.dtype)
-    return Case(label, (keys, v), ("keys", "v"), want, {"B": b, "T": t, "H": h})
+    sizes = {"B": b, "T": t, "H": h}
+    return Case(label, (keys, v), ("keys", "v"), sizes=sizes, answer=_scores)
 
 
 def check_scores(fn: Callable[[Tensor, Tensor], Tensor], *, seed: int | None = None) -> CheckResult:
@@ -88,6 +90,7 @@ def check_scores(fn: Callable[[Tensor, Tensor], Tensor], *, seed: int | None = N
 # Exercise 2: the masked softmax
 
 
+@reference
 def _masked_softmax(s: Tensor, m: Tensor) -> Tensor:
     return s.masked_fill(~m, float("-inf")).softmax(dim=1).nan_to_num(0.0)  # (B, T)
 
@@ -139,8 +142,7 @@ def _sm_case(label: str, gen: torch.Generator, b: int, t: int, *, dtype=torch.fl
         m[-1] = False  # a sentence that is all padding
     if kw.get("grad"):
         s.requires_grad_()
-    want = expected_of(_masked_softmax, s, m, dtype=dtype)
-    return Case(label, (s, m), ("scores", "mask"), want, {"B": b, "T": t})
+    return Case(label, (s, m), ("scores", "mask"), sizes={"B": b, "T": t}, answer=_masked_softmax)
 
 
 def check_masked_softmax(
