@@ -162,48 +162,91 @@ A11Y_SCRIPT = """
       region.textContent = text;
     }
   };
-  // Focus that a rerun took away (its control disabled or rebuilt) goes back to the same control,
-  // or, where that is disabled now (Next on the last step), to its nearest enabled neighbour.
+  // Focus that a rerun took away goes back to the control the visitor was on. A rerun disables
+  // controls for a moment (the tab strip while its tab's rerun runs: focus falls to the body) or
+  // rebuilds them (a new element with the same key and label): while the app runs, the script
+  // waits for the control to come back; once it stopped, it gives focus to the same control (a
+  // tab: the selected one), else, where that stays disabled (Next on the last step), its nearest
+  // enabled neighbour, else (the control is gone: Start a live class) the page's heading.
   const FOCUSABLE = "button, input, textarea, select, summary, a[href], [role=tab], [tabindex='0']";
-  const usable = (e) => e && e.isConnected && !e.disabled && e.getAttribute("aria-disabled") !== "true";
+  const usable = (e) => !!e && e.isConnected && !e.disabled
+    && e.getAttribute("aria-disabled") !== "true" && !e.closest("[inert]");
   const keyOf = (e) => {
     const box = e.closest("[class*='st-key-']");
     return box ? [...box.classList].find((c) => c.startsWith("st-key-")) : null;
   };
+  const kindOf = (e) => e.getAttribute("role") || e.tagName;
+  const labelOf = (e) => (e.getAttribute("aria-label") || e.textContent || "").trim();
+  const running = () => !!doc.querySelector("[data-testid='stApp'][data-test-script-state='running']");
+  const GRACE_MS = 150;  // after the run: a last commit may still enable the control
   let last = null;
   let lastKey = null;
+  let lastKind = "";
+  let lastLabel = "";
+  let lastIndex = -1;
+  let lost = false;
+  let stoppedAt = 0;
   doc.addEventListener("focusin", (ev) => {
     if (ev.target === doc.body) return;
     last = ev.target;
-    lastKey = keyOf(ev.target);
+    lastKey = keyOf(last);
+    lastKind = kindOf(last);
+    lastLabel = labelOf(last);
+    const box = lastKey ? doc.querySelector("." + lastKey) : null;
+    lastIndex = box ? [...box.querySelectorAll(FOCUSABLE)].indexOf(last) : -1;
+    lost = false;
   });
+  const twinOf = (box) => {  // the control the visitor was on, as the page has it now
+    if (last.isConnected && !(lastKind === "tab" && last.getAttribute("aria-selected") !== "true"))
+      return last;
+    const all = box ? [...box.querySelectorAll(FOCUSABLE)] : [];
+    if (lastKind === "tab") {
+      const open = all.find((e) => kindOf(e) === "tab" && e.getAttribute("aria-selected") === "true");
+      if (open) return open;
+    }
+    return all.find((e) => kindOf(e) === lastKind && labelOf(e) === lastLabel)
+      || (lastIndex >= 0 ? all[lastIndex] : null) || null;
+  };
   const refocus = () => {
     const now = doc.activeElement;
-    if ((now && now !== doc.body) || !last || usable(last)) return;
+    if ((now && now !== doc.body) || !last) { lost = false; return; }
+    if (!lost) {
+      if (usable(last)) return;  // the visitor left the control (a click on the page): not taken
+      lost = true;
+      stoppedAt = 0;
+    }
     const box = lastKey ? doc.querySelector("." + lastKey) : null;
-    const same = box ? box.querySelector(FOCUSABLE) : null;
+    const same = twinOf(box);
     let target = usable(same) ? same : null;
-    const anchor = same || box;
-    if (!target && anchor) {
-      const row = anchor.closest("[data-testid='stHorizontalBlock']") || anchor.parentElement;
-      const all = row ? [...row.querySelectorAll(FOCUSABLE)] : [];
-      const at = all.indexOf(same);
-      const before = all.slice(0, Math.max(at, 0)).reverse().find(usable);
-      target = before || all.slice(at + 1).find(usable) || null;
+    if (!target) {
+      if (running()) { stoppedAt = 0; return; }  // the rerun may give it back: wait
+      if (!stoppedAt) stoppedAt = performance.now();
+      const waited = performance.now() - stoppedAt;
+      if (waited < GRACE_MS) { window.setTimeout(kick, GRACE_MS - waited + 10); return; }
+      const anchor = same || box;
+      if (anchor) {
+        const row = anchor.closest("[data-testid='stHorizontalBlock']") || anchor.parentElement;
+        const all = row ? [...row.querySelectorAll(FOCUSABLE)] : [];
+        const at = all.indexOf(same);
+        const before = all.slice(0, Math.max(at, 0)).reverse().find(usable);
+        target = before || all.slice(at + 1).find(usable) || null;
+      }
     }
     if (!target) {  // the control is gone (Start a live class): the page's heading, then on
       target = doc.querySelector("[data-testid='stMain'] h1");
       if (target) target.setAttribute("tabindex", "-1");
     }
+    lost = false;
     if (target) target.focus({ preventScroll: true });
   };
   let queued = false;
-  new MutationObserver(() => {
+  const kick = () => {
     if (queued) return;
     queued = true;
     window.requestAnimationFrame(() => { queued = false; fix(); refocus(); });
-  }).observe(doc.body, { childList: true, subtree: true, attributes: true,
-                        attributeFilter: ["disabled", "aria-disabled"] });
+  };
+  new MutationObserver(kick).observe(doc.body, { childList: true, subtree: true, attributes: true,
+    attributeFilter: ["disabled", "aria-disabled", "aria-selected", "data-test-script-state"] });
   fix();
 })();
 </script>
