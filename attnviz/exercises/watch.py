@@ -6,7 +6,8 @@ key, switching the watcher off, starting a thread, or changing torch or the chec
 
 - the first call of an answer key (``answer_key.is_answer``), as the name a student reaches it by;
 - a call of ``sys.setprofile`` (which would switch the watcher off, even for a moment) or of
-  ``_thread.start_new_thread`` (a thread runs where the watcher cannot see);
+  the interpreter's thread start (``start_new_thread`` of the ``_thread`` built-in module, which
+  ``threading`` calls: a thread runs where the watcher cannot see);
 
 and, when the call is over, whether the profiler is still its own and whether a global of torch,
 numpy, math, the builtins or the checker's modules (``attnviz.exercises``, ``attnviz.tolerance``)
@@ -22,7 +23,6 @@ and that switching it off is said plainly, never passed.
 
 from __future__ import annotations
 
-import _thread
 import builtins
 import itertools
 import math
@@ -37,16 +37,21 @@ from attnviz.exercises.answer_key import is_answer, public_name
 
 _HERE = __file__
 
+_STARTS_A_THREAD = (
+    "your function starts a thread, and the checker's watcher (it looks out for calls of an "
+    "answer key) only sees your function's own thread, so it cannot vouch for the result."
+)
+
 #: Built-ins whose call means the watcher cannot vouch for the result, and what to say.
+#: Keyed by (module, name) of the built-in: the thread start is named, not imported (its module is
+#: the interpreter's private ``_thread``; ``start_joinable_thread`` is its name from Python 3.13).
 _TAMPERING = {
-    sys.setprofile: (
+    ("sys", "setprofile"): (
         "your function calls `sys.setprofile`, which switches off the checker's watcher (it "
         "looks out for calls of an answer key), so the checker cannot vouch for the result."
     ),
-    _thread.start_new_thread: (
-        "your function starts a thread, and the checker's watcher (it looks out for calls of an "
-        "answer key) only sees your function's own thread, so it cannot vouch for the result."
-    ),
+    ("_thread", "start_new_thread"): _STARTS_A_THREAD,
+    ("_thread", "start_joinable_thread"): _STARTS_A_THREAD,
 }
 _CHANGED = (
     "your function changed `{}` while it ran, and the checker computes the answer and judges "
@@ -77,10 +82,8 @@ def _profile(frame: FrameType, event: str, arg: object) -> None:
         if not record.called and is_answer(frame.f_code):
             record.called = public_name(frame)
     elif event == "c_call" and not record.tampered and frame.f_code.co_filename != _HERE:
-        try:
-            said = _TAMPERING.get(arg)  # type: ignore[call-overload]
-        except TypeError:  # an unhashable callable
-            said = None
+        key = (getattr(arg, "__module__", None), getattr(arg, "__name__", None))
+        said = _TAMPERING.get(key)  # type: ignore[arg-type]
         if said is not None:
             record.tampered = said
 
