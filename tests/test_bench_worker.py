@@ -87,7 +87,7 @@ def test_worker_crash_leaves_the_caller_alive(worker):
         except AttnvizError as e:
             errors.append(str(e))
 
-    sent, connection = threading.Event(), worker._requests
+    sent, connection = threading.Event(), worker._process.requests
     send = connection.send
     connection.send = lambda job: (send(job), sent.set())  # the job is on its way to the worker
     thread = threading.Thread(target=job)

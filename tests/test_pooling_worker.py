@@ -46,7 +46,7 @@ def test_bad_config_is_refused_before_the_worker(worker):
 
 def test_a_dead_worker_is_replaced(worker):
     worker.submit(TrainConfig(epochs=1))
-    proc = worker._proc
+    proc = worker._process.proc
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=10)
     run = worker.submit(TrainConfig(epochs=1))

@@ -21,6 +21,8 @@
   GPU (whose driver maps huge virtual ranges), under an address-space limit (``RLIMIT_AS``) a
   little above what the largest allowed size needs; it raises its own ``oom_score_adj`` so the
   kernel's OOM killer picks it before the web server.
+- The child process, its limits and its kill are ``attnviz.worker_process`` (shared with the
+  trainer, ``attnviz.pooling.worker``).
 - Whatever goes wrong (a refused spec, a busy queue, a timeout, a crash, an exception inside the
   worker), the caller gets an AttnvizError with a plain message, never an exception's text; the
   details go to the worker's stderr (the server log), cut to a few hundred characters. The web
@@ -31,19 +33,13 @@ Core layer: no streamlit here. A page wraps ``submit`` in its own spinner and er
 
 from __future__ import annotations
 
-import contextlib
 import json
-import math
-import os
-import signal
-import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from multiprocessing.connection import Connection
 
+from attnviz import worker_process
 from attnviz.bench.harness import (
     DEFAULT_METHODS,
     LOOP_MAX_WORDS,
@@ -54,11 +50,12 @@ from attnviz.bench.harness import (
 )
 from attnviz.bench.turns import Turns
 from attnviz.errors import AttnvizError
+from attnviz.worker_process import Lost, Status, WorkerLost, WorkerProcess
 
 DEFAULT_TIMEOUT_S = 120.0
 MAX_ROUNDS = 1000
 MAX_BLOCK_S = 1.0
-NICE = 10  # the worker's priority increment: visitors' page runs come first
+NICE = worker_process.NICE  # the worker's priority increment: visitors' page runs come first
 # A job's time budget (job_budget_s) assumes each method is about half as fast as the slowest we
 # measured it on a 2-core CPU at 256 MiB (benchmarks/RESULTS.md: einsum 1.4-2.3 GB/s, the one-liner
 # 3-4 GB/s, the one-pass methods and the floor 25-55 GB/s), plus a fixed start-up (inputs, the C
@@ -76,7 +73,7 @@ WALL_SLACK = 3.0
 # and allocator arenas (measured: 629 MiB after import, 1045 MiB after a job, peak 1555 MiB at
 # 64x1024x1024, the largest size the app offers)
 AS_SLACK_BYTES = 768 * 2**20
-LOG_CHARS = 300
+_NAME = "attnviz.bench.worker"
 
 
 @dataclass(frozen=True)
@@ -208,76 +205,29 @@ def run_spec(spec: BenchSpec, **limits) -> list[dict]:
     return [r.as_dict() for r in recs]
 
 
-def _log(text: str) -> None:
-    """One line for the server's log (the worker's stderr), cut to LOG_CHARS characters."""
-    line = " ".join(str(text).split())
-    print(f"attnviz.bench.worker: {line[:LOG_CHARS]}", file=sys.stderr, flush=True)
-
-
-def _vm_size_bytes() -> int | None:
-    try:
-        with open("/proc/self/status", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("VmSize:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError):
-        pass
-    return None
-
-
-def _cpu_seconds() -> float:
-    import resource
-
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
-
-
 def _bound_process(limits: dict) -> None:
     """In the worker: lower priority, first in line for the OOM killer, and (without a GPU) an
     address-space limit a little above what the largest allowed job needs."""
-    import resource
-
     import torch
 
-    with contextlib.suppress(OSError):
-        os.nice(NICE)
-    try:  # if memory runs out, the kernel's OOM killer should pick this process, not the server
-        with open("/proc/self/oom_score_adj", "w", encoding="ascii") as f:
-            f.write("1000")
-    except OSError:
-        pass
+    worker_process.lower_priority()
     torch.ones(1 << 16).sum()  # start torch's thread pool: its stacks count in the baseline
-    baseline = _vm_size_bytes()
-    if baseline is None or torch.cuda.is_available():
-        return  # a GPU driver maps far more address space than it uses: no RLIMIT_AS there
-    limit = address_space_limit(limits, baseline)
-    try:
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    except (ValueError, OSError):
-        _log("could not set RLIMIT_AS")
+    worker_process.limit_address_space(
+        lambda baseline: address_space_limit(limits, baseline), _NAME
+    )
 
 
 def _limit_cpu(spec: BenchSpec) -> None:
     """In the worker: a soft RLIMIT_CPU for this job (SIGXCPU ends the worker past it)."""
-    import resource
-
     import torch
 
-    allowed = job_budget_s(spec) * max(1, torch.get_num_threads()) + 5
-    soft = math.ceil(_cpu_seconds() + allowed)
-    _soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
-    if hard != resource.RLIM_INFINITY:
-        soft = min(soft, hard)
-    try:
-        resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
-    except (ValueError, OSError):
-        _log("could not set RLIMIT_CPU")
+    worker_process.limit_cpu(job_budget_s(spec) * max(1, torch.get_num_threads()) + 5, _NAME)
 
 
 def answer(
     job_id: int, spec_dict: dict, limits: dict, *, before_run: Callable[[BenchSpec], None]
-) -> tuple[int, str, object]:
-    """One job in the worker: (job id, "ok" | "refused" | "error", records or a plain message).
+) -> tuple[int, Status, object]:
+    """One job in the worker: (job id, Status, records or a plain message).
 
     ``before_run(spec)`` runs after the checks, before the timing (the worker sets its CPU-time
     limit there). Exceptions other than AttnvizError are logged, cut short, and answered with a
@@ -290,33 +240,15 @@ def answer(
         spec = BenchSpec(**dict(spec_dict, methods=tuple(spec_dict["methods"])))
         check_spec(spec, **limits)
         before_run(spec)
-        return (job_id, "ok", run_spec(spec, **limits))
+        return (job_id, Status.OK, run_spec(spec, **limits))
     except AttnvizError as e:
-        return (job_id, "refused", str(e))
+        return (job_id, Status.REFUSED, str(e))
     except (getattr(torch, "OutOfMemoryError", MemoryError), MemoryError) as e:
-        _log(f"job {job_id} ran out of memory: {e}")
-        return (job_id, "error", "the benchmark ran out of memory")
+        worker_process.log(_NAME, f"job {job_id} ran out of memory: {e}")
+        return (job_id, Status.ERROR, "the benchmark ran out of memory")
     except Exception as e:  # report plainly, log the details, stay alive for the next job
-        _log(f"job {job_id} failed: {type(e).__name__}: {e}")
-        return (job_id, "error", "the benchmark failed inside the worker")
-
-
-def _worker_main(requests: Connection, replies: Connection, limits: dict) -> None:
-    """The worker process: receive (job id, spec dict), reply (job id, status, payload)."""
-    _bound_process(limits)
-    while True:
-        try:
-            msg = requests.recv()
-        except (EOFError, OSError):
-            return
-        if msg is None:
-            return
-        job_id, spec_dict = msg
-        reply = answer(job_id, spec_dict, limits, before_run=_limit_cpu)
-        try:
-            replies.send(reply)
-        except (EOFError, OSError, BrokenPipeError):
-            return
+        worker_process.log(_NAME, f"job {job_id} failed: {type(e).__name__}: {e}")
+        return (job_id, Status.ERROR, "the benchmark failed inside the worker")
 
 
 class BenchWorker:
@@ -337,68 +269,24 @@ class BenchWorker:
         self.timeout_s = timeout_s
         self.limits = {"memory_fraction": memory_fraction, "max_input_bytes": max_input_bytes}
         self.max_waiting = max_waiting
-        self._proc: subprocess.Popen | None = None
-        self._requests: Connection | None = None  # to the worker's stdin
-        self._replies: Connection | None = None  # from the worker's stdout
+        self._process = WorkerProcess(_NAME, json.dumps(self.limits))
         self._job_lock = threading.Lock()  # one job at a time
         self._turns = Turns(max_waiting)  # whose job runs next
-        self._next_id = 0
 
     @property
     def pid(self) -> int | None:
         """The worker's process id while it runs (None before the first job or after a crash)."""
-        return self._proc.pid if self._alive() else None
-
-    def _alive(self) -> bool:
-        return self._proc is not None and self._proc.poll() is None
+        return self._process.pid
 
     def start(self) -> None:
         """Start the worker now (else the first job starts it); idempotent."""
         with self._job_lock:
-            self._ensure_started()
-
-    def _ensure_started(self) -> None:
-        if self._alive():
-            return
-        self._stop()
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "attnviz.bench.worker", json.dumps(self.limits)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            close_fds=True,
-        )
-        self._proc = proc
-        self._requests = Connection(os.dup(proc.stdin.fileno()), readable=False)
-        self._replies = Connection(os.dup(proc.stdout.fileno()), writable=False)
-        proc.stdin.close()
-        proc.stdout.close()
-
-    def _stop(self) -> int | None:
-        proc, conns = self._proc, (self._requests, self._replies)
-        self._proc = self._requests = self._replies = None
-        code = None
-        if proc is not None:
-            if proc.poll() is None:
-                proc.kill()
-            try:
-                code = proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                code = None
-        for conn in conns:
-            if conn is not None:
-                conn.close()
-        return code
+            self._process.start()
 
     def close(self) -> None:
         """Stop the worker (a later job starts a new one)."""
         with self._job_lock:
-            if self._requests is not None and self._alive():
-                try:
-                    self._requests.send(None)
-                    self._proc.wait(timeout=2)
-                except (OSError, subprocess.TimeoutExpired):
-                    pass
-            self._stop()
+            self._process.close()
 
     def submit(
         self,
@@ -430,52 +318,36 @@ class BenchWorker:
             self._turns.leave(ticket)
 
     def _run(self, spec: BenchSpec, timeout_s: float) -> list[dict]:
-        self._ensure_started()
-        self._next_id += 1
-        job_id = self._next_id
         shape = tuple(spec.shape)
         try:
-            self._requests.send((job_id, spec.as_dict()))
-        except (OSError, BrokenPipeError):
-            code = self._stop()
-            raise AttnvizError(
-                f"The benchmark worker was not running (exit code {code}); it restarts with the "
-                f"next job, so try again."
-            ) from None
-        deadline = time.monotonic() + timeout_s
-        while True:
-            if self._replies.poll(0.05):
-                try:
-                    got_id, status, payload = self._replies.recv()
-                except (EOFError, OSError):
-                    break  # the worker died while answering
-                if got_id != job_id:
-                    continue  # a stale answer cannot happen (we kill on timeout), but be safe
-                if status == "ok":
-                    return payload
-                if status == "refused":
-                    raise AttnvizError(payload)
+            status, payload = self._process.ask(spec.as_dict(), timeout_s)
+        except WorkerLost as e:
+            if e.how is Lost.NOT_RUNNING:
                 raise AttnvizError(
-                    f"The benchmark of {shape} on {spec.device} failed: {payload}. Nothing else "
-                    f"was affected; try a smaller size or fewer methods."
-                )
-            if not self._alive():
-                break
-            if time.monotonic() > deadline:
-                self._stop()
+                    f"The benchmark worker was not running (exit code {e.code}); it restarts "
+                    f"with the next job, so try again."
+                ) from None
+            if e.how is Lost.TIMED_OUT:
                 raise AttnvizError(
                     f"The benchmark of {shape} on {spec.device} did not finish within "
                     f"{timeout_s:g} s and was stopped. Try a smaller size or fewer methods."
-                )
-        code = self._stop()
-        why = (
-            "it used up its CPU-time budget"
-            if code == -signal.SIGXCPU
-            else "e.g. killed for using too much memory"
-        )
+                ) from None
+            why = (
+                "it used up its CPU-time budget"
+                if e.how is Lost.OUT_OF_CPU
+                else "e.g. killed for using too much memory"
+            )
+            raise AttnvizError(
+                f"The benchmark worker stopped while timing {shape} on {spec.device} ({why}). "
+                f"Nothing else was affected; the next job starts a fresh worker."
+            ) from None
+        if status is Status.OK:
+            return payload
+        if status is Status.REFUSED:
+            raise AttnvizError(payload)
         raise AttnvizError(
-            f"The benchmark worker stopped while timing {shape} on {spec.device} ({why}). "
-            f"Nothing else was affected; the next job starts a fresh worker."
+            f"The benchmark of {shape} on {spec.device} failed: {payload}. Nothing else "
+            f"was affected; try a smaller size or fewer methods."
         )
 
 
@@ -506,9 +378,13 @@ def submit(
 def _serve() -> None:
     """Entry point of ``python -m attnviz.bench.worker LIMITS_JSON``: jobs on stdin, replies on stdout."""
     limits = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
-    replies_fd = os.dup(1)
-    os.dup2(2, 1)  # anything printed (by torch, say) goes to stderr, never into the reply channel
-    _worker_main(Connection(0, writable=False), Connection(replies_fd, readable=False), limits)
+    requests, replies = worker_process.channels()
+    _bound_process(limits)
+    worker_process.serve(
+        requests,
+        replies,
+        lambda job_id, spec_dict: answer(job_id, spec_dict, limits, before_run=_limit_cpu),
+    )
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
     from attnviz.pooling.worker import submit
     run = submit(TrainConfig(pooling="mean"), owner=session_id)  # a TrainRun
 
-Modelled on ``attnviz.bench.worker``:
+The child process, its limits and its kill are ``attnviz.worker_process`` (as for the benchmarks):
 
 - one worker process (a fresh ``python -m attnviz.pooling.worker``, torch on one thread) serves
   every caller in turn; a lock runs jobs one at a time, at most ``max_waiting`` callers queue (one
@@ -22,28 +22,22 @@ Caching (60 students, one configuration, one run) belongs to the page: ``st.cach
 
 from __future__ import annotations
 
-import contextlib
-import math
-import os
-import signal
-import subprocess
-import sys
 import threading
-import time
 from dataclasses import asdict
-from multiprocessing.connection import Connection
 
+from attnviz import worker_process
 from attnviz.errors import AttnvizError
 from attnviz.pooling.train import TrainConfig, TrainRun
+from attnviz.worker_process import Lost, Status, WorkerLost, WorkerProcess
 
-NICE = 10
+NICE = worker_process.NICE
 #: CPU seconds an epoch may take in the worker (measured: ~0.15 s on a quiet core), and a fixed
 #: part for building the model and the last evaluation, with room for a busy machine
 EPOCH_CPU_S = 1.0
 JOB_FIXED_CPU_S = 5.0
 WALL_SLACK = 4.0
 AS_SLACK_BYTES = 512 * 2**20
-LOG_CHARS = 300
+_NAME = "attnviz.pooling.worker"
 
 
 def cpu_budget_s(config: TrainConfig) -> float:
@@ -51,102 +45,32 @@ def cpu_budget_s(config: TrainConfig) -> float:
     return JOB_FIXED_CPU_S + EPOCH_CPU_S * config.epochs
 
 
-def _log(text: str) -> None:
-    line = " ".join(str(text).split())
-    print(f"attnviz.pooling.worker: {line[:LOG_CHARS]}", file=sys.stderr, flush=True)
-
-
-def _cpu_seconds() -> float:
-    import resource
-
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
-
-
-def _vm_size_bytes() -> int | None:
-    try:
-        with open("/proc/self/status", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("VmSize:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError):
-        pass
-    return None
-
-
 def _bound_process() -> None:
     """In the worker: one torch thread, lower priority, first for the OOM killer, RLIMIT_AS."""
-    import resource
-
     import torch
 
     torch.set_num_threads(1)
-    with contextlib.suppress(OSError):
-        os.nice(NICE)
-    try:
-        with open("/proc/self/oom_score_adj", "w", encoding="ascii") as f:
-            f.write("1000")
-    except OSError:
-        pass
-    baseline = _vm_size_bytes()
-    if baseline is None or torch.cuda.is_available():
-        return
-    limit = baseline + AS_SLACK_BYTES
-    try:
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    except (ValueError, OSError):
-        _log("could not set RLIMIT_AS")
+    worker_process.lower_priority()
+    worker_process.limit_address_space(lambda baseline: baseline + AS_SLACK_BYTES, _NAME)
 
 
-def _limit_cpu(config: TrainConfig) -> None:
-    import resource
-
-    soft = math.ceil(_cpu_seconds() + cpu_budget_s(config))
-    _soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
-    if hard != resource.RLIM_INFINITY:
-        soft = min(soft, hard)
-    try:
-        resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
-    except (ValueError, OSError):
-        _log("could not set RLIMIT_CPU")
-
-
-def answer(job_id: int, config_dict: dict, data) -> tuple[int, str, object]:
-    """One job in the worker: (job id, "ok" | "refused" | "error", a TrainRun or a message)."""
+def answer(job_id: int, config_dict: dict, data) -> tuple[int, Status, object]:
+    """One job in the worker: (job id, Status, a TrainRun or a plain message)."""
     from attnviz.pooling.train import train
 
     try:
         config = TrainConfig(**config_dict)
         config.check()
-        _limit_cpu(config)
-        return (job_id, "ok", train(config, data))
+        worker_process.limit_cpu(cpu_budget_s(config), _NAME)
+        return (job_id, Status.OK, train(config, data))
     except AttnvizError as e:
-        return (job_id, "refused", str(e))
+        return (job_id, Status.REFUSED, str(e))
     except MemoryError as e:
-        _log(f"job {job_id} ran out of memory: {e}")
-        return (job_id, "error", "training ran out of memory")
+        worker_process.log(_NAME, f"job {job_id} ran out of memory: {e}")
+        return (job_id, Status.ERROR, "training ran out of memory")
     except Exception as e:  # report plainly, log the details, stay alive for the next job
-        _log(f"job {job_id} failed: {type(e).__name__}: {e}")
-        return (job_id, "error", "training failed inside the worker")
-
-
-def _worker_main(requests: Connection, replies: Connection) -> None:
-    from attnviz.pooling.train import prepare
-
-    data = prepare()
-    _bound_process()
-    while True:
-        try:
-            msg = requests.recv()
-        except (EOFError, OSError):
-            return
-        if msg is None:
-            return
-        job_id, config_dict = msg
-        try:
-            replies.send(answer(job_id, config_dict, data))
-        except (EOFError, OSError, BrokenPipeError):
-            return
+        worker_process.log(_NAME, f"job {job_id} failed: {type(e).__name__}: {e}")
+        return (job_id, Status.ERROR, "training failed inside the worker")
 
 
 class TrainWorker:
@@ -154,22 +78,16 @@ class TrainWorker:
 
     def __init__(self, *, max_waiting: int = 64) -> None:
         self.max_waiting = max_waiting
-        self._proc: subprocess.Popen | None = None
-        self._requests: Connection | None = None
-        self._replies: Connection | None = None
+        self._process = WorkerProcess(_NAME)
         self._job_lock = threading.Lock()
         self._count_lock = threading.Lock()
         self._waiting = 0
         self._owners: set[str] = set()
-        self._next_id = 0
         self.jobs_run = 0  # how many jobs reached the worker (the class bench reads it)
 
     @property
     def pid(self) -> int | None:
-        return self._proc.pid if self._alive() else None
-
-    def _alive(self) -> bool:
-        return self._proc is not None and self._proc.poll() is None
+        return self._process.pid
 
     def start(self) -> None:
         """Start the worker now, without waiting for it to load torch and the corpus (the first
@@ -177,45 +95,13 @@ class TrainWorker:
         worker, it is running already."""
         if self._job_lock.acquire(blocking=False):
             try:
-                self._ensure_started()
+                self._process.start()
             finally:
                 self._job_lock.release()
 
-    def _ensure_started(self) -> None:
-        if self._alive():
-            return
-        self._stop()
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "attnviz.pooling.worker"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            close_fds=True,
-        )
-        self._proc = proc
-        self._requests = Connection(os.dup(proc.stdin.fileno()), readable=False)
-        self._replies = Connection(os.dup(proc.stdout.fileno()), writable=False)
-        proc.stdin.close()
-        proc.stdout.close()
-
-    def _stop(self) -> int | None:
-        proc, conns = self._proc, (self._requests, self._replies)
-        self._proc = self._requests = self._replies = None
-        code = None
-        if proc is not None:
-            if proc.poll() is None:
-                proc.kill()
-            try:
-                code = proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                code = None
-        for conn in conns:
-            if conn is not None:
-                conn.close()
-        return code
-
     def close(self) -> None:
         with self._job_lock:
-            self._stop()
+            self._process.stop()
 
     def submit(self, config: TrainConfig, *, owner: str | None = None) -> TrainRun:
         """Train ``config`` in the worker. Raises AttnvizError with a plain message for a refused
@@ -240,46 +126,30 @@ class TrainWorker:
                 self._owners.discard(owner)
 
     def _run(self, config: TrainConfig) -> TrainRun:
-        self._ensure_started()
-        self._next_id += 1
-        job_id = self._next_id
         self.jobs_run += 1
-        try:
-            self._requests.send((job_id, asdict(config)))
-        except (OSError, BrokenPipeError):
-            code = self._stop()
-            raise AttnvizError(
-                f"The trainer was not running (exit code {code}); try again."
-            ) from None
         limit = WALL_SLACK * cpu_budget_s(config) + 30.0  # + the worker's start (torch, corpus)
-        deadline = time.monotonic() + limit
-        while True:
-            if self._replies.poll(0.05):
-                try:
-                    got_id, status, payload = self._replies.recv()
-                except (EOFError, OSError):
-                    break
-                if got_id != job_id:
-                    continue
-                if status == "ok":
-                    return payload
-                if status == "refused":
-                    raise AttnvizError(payload)
-                raise AttnvizError(f"Training {config.pooling} failed: {payload}. Try again.")
-            if not self._alive():
-                break
-            if time.monotonic() > deadline:
-                self._stop()
+        try:
+            status, payload = self._process.ask(asdict(config), limit)
+        except WorkerLost as e:
+            if e.how is Lost.NOT_RUNNING:
+                raise AttnvizError(
+                    f"The trainer was not running (exit code {e.code}); try again."
+                ) from None
+            if e.how is Lost.TIMED_OUT:
                 raise AttnvizError(
                     f"Training did not finish within {limit:.0f} s and was stopped; the server "
                     f"is busy, try again in a moment."
-                )
-        code = self._stop()
-        why = "it used up its CPU time" if code == -signal.SIGXCPU else "e.g. out of memory"
-        raise AttnvizError(
-            f"The trainer stopped while training {config.pooling} ({why}). Nothing else was "
-            f"affected; the next run starts a fresh trainer."
-        )
+                ) from None
+            why = "it used up its CPU time" if e.how is Lost.OUT_OF_CPU else "e.g. out of memory"
+            raise AttnvizError(
+                f"The trainer stopped while training {config.pooling} ({why}). Nothing else was "
+                f"affected; the next run starts a fresh trainer."
+            ) from None
+        if status is Status.OK:
+            return payload
+        if status is Status.REFUSED:
+            raise AttnvizError(payload)
+        raise AttnvizError(f"Training {config.pooling} failed: {payload}. Try again.")
 
 
 _RUNNER: TrainWorker | None = None
@@ -302,9 +172,12 @@ def submit(config: TrainConfig, *, owner: str | None = None) -> TrainRun:
 
 def _serve() -> None:
     """``python -m attnviz.pooling.worker``: jobs on stdin, replies on stdout."""
-    replies_fd = os.dup(1)
-    os.dup2(2, 1)  # anything printed goes to stderr, never into the reply channel
-    _worker_main(Connection(0, writable=False), Connection(replies_fd, readable=False))
+    from attnviz.pooling.train import prepare
+
+    requests, replies = worker_process.channels()
+    data = prepare()
+    _bound_process()
+    worker_process.serve(requests, replies, lambda job_id, config: answer(job_id, config, data))
 
 
 if __name__ == "__main__":
