@@ -65,10 +65,18 @@ def _bmm(x: Tensor, w: Tensor) -> Tensor:
     return torch.bmm(w[:, None, :], x)[:, 0, :]  # (B,1,T) @ (B,T,H) -> (B,1,H) -> (B,H)
 
 
-# Below this many numbers in x, bmm's single call beats the row sum's few microseconds of set-up
-# (measured with the harness; the numbers are in benchmarks/RESULTS-cpu-history.md, "Small
-# sizes"). It also keeps the C kernel from being built for the app's small examples.
+# From this many numbers in x on, the C kernel beats bmm (measured: benchmarks/RESULTS.md, "Small
+# sizes"); below it both cost a call's fixed microseconds and bmm needs no build. It also keeps
+# the C kernel from being built for the app's small examples.
+NATIVE_MIN_NUMEL = 1 << 14
+# Without the C kernel (no compiler, another dtype, autograd), the embedding-bag row sum beats
+# bmm only from this many numbers on (benchmarks/RESULTS-cpu-history.md, "Small sizes").
 CPU_ROWS_MIN_NUMEL = 1 << 18
+
+
+def _rows_from(dtype: torch.dtype) -> int:
+    """How many numbers x needs on the CPU for the row sum to run instead of bmm."""
+    return NATIVE_MIN_NUMEL if dtype == torch.float32 and native.available() else CPU_ROWS_MIN_NUMEL
 
 
 def cpu_chunks(b: int, t: int, threads: int) -> int:
@@ -111,17 +119,21 @@ def weighted_sum_fused(x: Tensor, w: Tensor) -> Tensor:
     """x: (B, T, H), w: (B, T) -> (B, H) in one pass over x.
 
     CUDA with triton and a float32/float16/bfloat16 input: the split-T Triton kernel. CPU with a
-    contiguous x of at least CPU_ROWS_MIN_NUMEL numbers: the weighted row sum, by the C kernel
-    (``attnviz.native``) for float32 where it builds, else by embedding-bag
-    (``weighted_sum_rows``). Everywhere else (MPS, float64 on CUDA, no triton, strided or tiny x):
-    the batched matrix-vector product, which also reads x once.
+    contiguous x: the weighted row sum, by the C kernel (``attnviz.native``) for float32 from
+    NATIVE_MIN_NUMEL numbers on where it builds, else by embedding-bag (``weighted_sum_rows``)
+    from CPU_ROWS_MIN_NUMEL on. Everywhere else (MPS, float64 on CUDA, no triton, strided or small
+    x): the batched matrix-vector product, which also reads x once.
     """
     if x.is_cuda and x.dtype in _TRITON_DTYPES and triton_available():
         return weighted_sum_triton(x, w)
-    if x.is_cpu and x.numel() >= CPU_ROWS_MIN_NUMEL and x.is_contiguous():
-        if native.usable(x, w):
-            return native.weighted_rows(x, w)
-        return weighted_sum_rows(x, w)
+    if x.is_cpu and x.is_contiguous():
+        n = x.numel()
+        if n >= NATIVE_MIN_NUMEL:
+            out = native.try_weighted_rows(x, w)  # None where the C kernel does not apply
+            if out is not None:
+                return out
+        if n >= CPU_ROWS_MIN_NUMEL:
+            return weighted_sum_rows(x, w)
     return _bmm(x, w)
 
 
@@ -129,10 +141,11 @@ def fused_path(x: Tensor, w: Tensor) -> str:
     """Which implementation ``weighted_sum_fused(x, w)`` runs, in words (for tables and pages)."""
     if x.device.type == "cuda" and x.dtype in _TRITON_DTYPES and triton_available():
         return "Triton split-T kernel"
-    if x.device.type == "cpu" and x.is_contiguous() and x.numel() >= CPU_ROWS_MIN_NUMEL:
-        if native.usable(x, w):
+    if x.device.type == "cpu" and x.is_contiguous():
+        if x.numel() >= NATIVE_MIN_NUMEL and native.usable(x, w):
             return "C row-sum kernel"
-        return "embedding-bag row sum"
+        if x.numel() >= CPU_ROWS_MIN_NUMEL:
+            return "embedding-bag row sum"
     return "bmm"
 
 
@@ -144,9 +157,11 @@ def fused_reason(x: Tensor, w: Tensor) -> str:
     if path == "bmm" and x.device.type == "cpu":
         if not x.is_contiguous():
             return "x is strided, and the row sum reads contiguous rows"
+        least = _rows_from(x.dtype)
+        kind = "C kernel" if least == NATIVE_MIN_NUMEL else "row sum"
         return (
-            f"x has {n:,} numbers, under the {CPU_ROWS_MIN_NUMEL:,} from which the row sum's "
-            f"set-up (a few microseconds) pays off: one bmm call is quicker"
+            f"x has {n:,} numbers, under the {least:,} from which the {kind}'s set-up (a few "
+            f"microseconds) pays off: one bmm call is as quick"
         )
     if path == "bmm":
         return f"no one-pass kernel for {x.dtype} on {x.device.type} here"
@@ -172,8 +187,8 @@ def choose_method(
 
     CUDA: "fused" (the Triton kernel; it falls back to bmm itself where triton is missing or the
     dtype is float64). CPU: "fused" (the weighted row sum, the fastest we measured) from
-    CPU_ROWS_MIN_NUMEL numbers on, "bmm" below, and "broadcast" for tiny inputs, where it has the
-    least fixed overhead. MPS: "bmm".
+    NATIVE_MIN_NUMEL numbers on with the C kernel (CPU_ROWS_MIN_NUMEL without it), "bmm" below,
+    and "broadcast" for tiny inputs, where it has the least fixed overhead. MPS: "bmm".
     """
     device = torch.device(device)
     b, t, h = shape
@@ -182,7 +197,7 @@ def choose_method(
     if device.type == "cpu":
         if b * t * h <= TINY_CPU_NUMEL:
             return "broadcast"
-        return "fused" if b * t * h >= CPU_ROWS_MIN_NUMEL else "bmm"
+        return "fused" if b * t * h >= _rows_from(dtype) else "bmm"
     return "bmm"
 
 
@@ -193,7 +208,7 @@ def weighted_sum_auto(x: Tensor, w: Tensor) -> Tensor:
         n = x.numel()
         if n <= TINY_CPU_NUMEL:
             return (x * w[..., None]).sum(dim=1)  # (B,T,H) * (B,T,1) -> (B,H): the one-liner
-        return weighted_sum_fused(x, w) if n >= CPU_ROWS_MIN_NUMEL else _bmm(x, w)  # (B,H)
+        return weighted_sum_fused(x, w) if n >= NATIVE_MIN_NUMEL else _bmm(x, w)  # (B,H)
     if x.is_cuda:
         return weighted_sum_fused(x, w)  # (B,H)
     return _bmm(x, w)  # (B,H)

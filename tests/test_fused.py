@@ -67,7 +67,7 @@ def test_row_sum_path_matches_reference_in_every_dtype(shape, dtype):
 
 
 def test_fused_takes_the_row_sum_path_above_the_threshold(monkeypatch):
-    monkeypatch.setattr(fused.native, "usable", lambda x, w: False)  # as without a C compiler
+    monkeypatch.setattr(fused.native, "try_weighted_rows", lambda x, w: None)  # as without cc
     calls = []
     monkeypatch.setattr(fused, "weighted_sum_rows", lambda x, w: calls.append(x.shape) or x[:, 0])
     x, w = random_inputs(2, 256, 512, seed=1)  # CPU_ROWS_MIN_NUMEL numbers
@@ -104,13 +104,24 @@ def test_row_sum_splits_a_single_long_sentence_correctly():
         ("cuda:0", (2, 3, 5), "fused"),
         ("cpu", (2, 3, 5), "broadcast"),
         ("cpu", (48, 512, 1024), "fused"),
-        ("cpu", (8, 64, 128), "bmm"),
+        ("cpu", (8, 64, 128), "fused"),  # 65,536 numbers: the C kernel's (NATIVE_MIN_NUMEL)
+        ("cpu", (4, 32, 64), "bmm"),  # 8,192: one bmm call is as quick
         ("mps", (48, 512, 1024), "bmm"),
     ],
 )
 def test_choose_method_picks_a_known_method(device, shape, expected):
     name = fused.choose_method(device, shape, torch.float32)
     assert name == expected and name in attnviz.METHODS and name != "auto"
+
+
+def test_without_the_c_kernel_the_row_sum_takes_over_from_bmm_later(monkeypatch):
+    """The C kernel's threshold holds only where it runs: float32 with the kernel built."""
+    assert fused.choose_method("cpu", (8, 64, 128), torch.float64) == "bmm"
+    monkeypatch.setattr(fused.native, "available", lambda: False)
+    assert fused.choose_method("cpu", (8, 64, 128), torch.float32) == "bmm"
+    assert fused.choose_method("cpu", (2, 256, 512), torch.float32) == "fused"
+    x, w = random_inputs(8, 64, 128, seed=2)
+    assert fused.fused_reason(x, w).startswith("x has 65,536 numbers, under the 262,144")
 
 
 @pytest.mark.parametrize(

@@ -67,12 +67,18 @@ def test_kernel_matches_float64_reference(shape, threads, fine_grained):
 
 @needs_kernel
 @pytest.mark.parametrize(
-    ("shape", "split"), [((1, 1000, 33), True), ((3, 100, 70), True), ((64, 3, 5), False)]
+    ("shape", "split", "grouped"),
+    [
+        ((1, 1000, 33), True, False),
+        ((5, 100, 70), True, False),  # 5 sentences do not share out evenly over 3 threads
+        ((3, 8, 7), False, False),  # 3 do: one each, no partial sums to add
+        ((64, 3, 5), False, True),
+    ],
 )
-def test_plan_paths_are_exercised(shape, split, fine_grained):
+def test_plan_paths_are_exercised(shape, split, grouped, fine_grained):
     n, group, pieces = native.plan(*shape, 3)
     assert n > 1
-    assert (pieces > 1) == split and (group > 1) == (not split)
+    assert (pieces > 1) == split and (group > 1) == grouped
 
 
 @needs_kernel
@@ -211,8 +217,10 @@ def test_read_sum_refuses_what_it_cannot_read():
 @needs_kernel
 def test_fused_uses_the_kernel_above_the_threshold(monkeypatch):
     calls = []
-    real = native.weighted_rows
-    monkeypatch.setattr(native, "weighted_rows", lambda x, w: calls.append(x.shape) or real(x, w))
+    real = native._run
+    monkeypatch.setattr(
+        native, "_run", lambda lib, x, w, n: calls.append(x.shape) or real(lib, x, w, n)
+    )
     x, w = random_inputs(2, 256, 512, seed=1)  # CPU_ROWS_MIN_NUMEL numbers
     attnviz.weighted_sum(x, w, method="fused")
     attnviz.weighted_sum(x.double(), w.double(), method="fused")  # float64: embedding bag
