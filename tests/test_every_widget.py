@@ -89,9 +89,24 @@ def test_every_text_and_number_box_survives_hostile_values(name):
             _plain(at, f"{key} = {value!r}")
 
 
+SWEEP_REACH_BYTES = 16 * 2**10  # the sweep's two smallest sizes (2x3x5 and the next)
+
+
 @pytest.mark.parametrize("name", ["playground", "walkthrough", "performance"])
-def test_every_button_can_be_pressed(name):
+def test_every_button_can_be_pressed(name, monkeypatch):
     """Each button once, in a fresh session of the page (a button can change what the page shows)."""
+    if name == "performance":
+        # Sweep sizes times every method at every size up to past the last-level cache: minutes
+        # of the benchmark worker on a 2-core machine (it ran past AppTest's 90 s). AppTest runs
+        # the page in this process, so its module globals narrow the sweep for this test only:
+        # the button, the worker, the table and the figures run as for a visitor, on small sizes.
+        # (The full reach: test_performance_page's test_the_default_sweep_reaches_past_...)
+        from attnviz.ui import performance
+
+        monkeypatch.setattr(performance, "SWEEP_MAX_INPUT_BYTES", SWEEP_REACH_BYTES)
+        monkeypatch.setattr(
+            performance, "sweep_reach", lambda: (SWEEP_REACH_BYTES, "The sizes stop here.")
+        )
     keys = _keys(_open(*PAGES[name]).button)
     assert keys, f"no button found on {name}"
     for key in keys:
@@ -101,6 +116,10 @@ def test_every_button_can_be_pressed(name):
             continue
         found[0].click().run()
         _plain(at, f"pressing {key}")
+        if key == "pf_sweep":  # the sweep's own output drawn: its table and its three figures
+            assert "The sizes stop here." in [c.value for c in at.caption]
+            assert any("shape" in d.value.columns for d in at.dataframe), "no sweep table"
+            assert len({e.proto.id for e in at.get("plotly_chart")}) == 3
 
 
 def test_a_student_in_a_class_survives_hostile_names_and_answers():
