@@ -57,6 +57,31 @@ def _titles() -> dict[str, str]:
     return {s.key: s.title for s in deck.story(*example_tensors("")).slides}
 
 
+def _pick(page, wire: Wire, key: str, option: str, tries: int = 3) -> None:
+    """Choose ``option`` in the selectbox ``key`` once the page's last run is done. A dropdown
+    opened while a rerun redraws the panel can close again, or its click can be lost (seen on a
+    busy machine: no option for 30 s): then it is opened again, as a person would."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    box = page.locator(f".st-key-{key}")
+    for attempt in range(tries):
+        wire.ready()
+        box.wait_for(timeout=WAIT_MS)
+        asked = wire.asked
+        box.click()
+        choice = page.get_by_role("option", name=option, exact=True)
+        try:
+            choice.wait_for(timeout=10_000)
+            choice.click(timeout=10_000)
+            # the browser sent the choice: it asked the server for a rerun with it
+            wire.wait(lambda a=asked: wire.asked > a, f"{key} = {option!r} sent", 10)
+        except (PlaywrightTimeout, AssertionError):
+            assert attempt < tries - 1, f"{tries} openings of {key} never offered {option!r}"
+            page.keyboard.press("Escape")  # a half-open dropdown closed before the next try
+            continue
+        return
+
+
 def _upload(page, wire: Wire, name: str, data: bytes) -> None:
     wire.ready()
     page.locator(".st-key-wt_plan_upload input[type=file]").set_input_files(
@@ -88,9 +113,7 @@ def test_uploads_take_effect_or_say_why_and_the_plans_order_is_every_screens(
     try:
         teacher, wire = _open(teachers, f"{server.url}/walkthrough")
         teacher.get_by_text("Live class: start one, or join with a code").click()
-        wire.ready()
-        teacher.locator(".st-key-wt_plan_pick").click()
-        teacher.get_by_role("option", name=live_plan.UPLOAD, exact=True).click()
+        _pick(teacher, wire, "wt_plan_pick", live_plan.UPLOAD)
         teacher.locator(".st-key-wt_plan_upload").wait_for(timeout=WAIT_MS)
 
         _upload(teacher, wire, "questions.toml", QUESTION_FILE.encode())
