@@ -3,11 +3,13 @@
     with streamlit_server.serve(log_path=tmp / "server.log") as server:
         requests.get(server.url)           # http://127.0.0.1:PORT, healthy
         server.proc.pid                    # the process, to measure or to kill
+        server.stop(); server.start()      # a restart: the same port, environment and log
 
 The server runs ``python -m streamlit run app.py`` from the repository on a free port of the given
 loopback (or other) address, headless, with any extra ``--option value`` arguments and environment;
-``serve`` (from this checkout, or ``root``: another one, for a comparison) waits until ``/_stcore/health`` answers (the process exiting first, or the deadline,
-raises ``ServerError`` with the log's tail), and stops the process on the way out.
+``serve`` (from this checkout, or ``root``: another one, for a comparison) waits until
+``/_stcore/health`` answers (the process exiting first, or the deadline, raises ``ServerError``
+with the log's tail), and stops the process on the way out.
 """
 
 from __future__ import annotations
@@ -32,10 +34,51 @@ class ServerError(RuntimeError):
 
 @dataclasses.dataclass
 class Server:
+    """One ``streamlit run app.py`` on a fixed port: ``start`` (again, after ``stop``: the same
+    port, environment and log, which is appended to) waits until it is healthy."""
+
     url: str
     port: int
-    proc: subprocess.Popen
+    proc: subprocess.Popen | None
     log_path: Path | None
+    env: dict[str, str] = dataclasses.field(default_factory=dict)  # on top of os.environ
+    address: str = "127.0.0.1"
+    args: tuple[str, ...] = ()
+    root: Path = REPO
+    timeout_s: float = 120.0
+
+    def start(self) -> None:
+        """Start the process and wait until it answers; ServerError (with the log's tail) if not."""
+        out = open(self.log_path, "ab") if self.log_path is not None else subprocess.DEVNULL  # noqa: SIM115
+        try:
+            self.proc = subprocess.Popen(
+                command(self.port, self.address, self.args),
+                cwd=self.root,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, **self.env},
+            )
+        finally:
+            if self.log_path is not None:
+                out.close()  # the process writes to its own copy
+        try:
+            wait_healthy(self.url, self.proc, self.timeout_s)
+        except ServerError as e:
+            self.stop()
+            tail = self.log_path.read_text(errors="replace")[-2000:] if self.log_path else ""
+            raise ServerError(f"{e}\n{tail}") from None
+
+    def stop(self) -> None:
+        """Terminate the process (killed if it is still there after 30 s); nothing if stopped."""
+        if self.proc is None:
+            return
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.proc = None
 
 
 def free_port(address: str = "127.0.0.1") -> int:
@@ -79,30 +122,23 @@ def serve(
     timeout_s: float = 120.0,
     root: Path = REPO,
 ) -> Iterator[Server]:
-    """A healthy server for the ``with`` block; stopped (terminated, then killed) afterwards."""
+    """A healthy server for the ``with`` block (a fresh log); stopped afterwards."""
     port = port or free_port(address)
-    out = open(log_path, "wb") if log_path is not None else subprocess.DEVNULL  # noqa: SIM115
-    proc = subprocess.Popen(
-        command(port, address, args),
-        cwd=root,
-        stdout=out,
-        stderr=subprocess.STDOUT,
-        env={**os.environ, **(env or {})},
+    server = Server(
+        f"http://{address}:{port}",
+        port,
+        None,
+        log_path,
+        dict(env or {}),
+        address,
+        tuple(args),
+        root,
+        timeout_s,
     )
-    url = f"http://{address}:{port}"
+    if log_path is not None:
+        log_path.write_bytes(b"")
     try:
-        try:
-            wait_healthy(url, proc, timeout_s)
-        except ServerError as e:
-            tail = log_path.read_text(errors="replace")[-2000:] if log_path else ""
-            raise ServerError(f"{e}\n{tail}") from None
-        yield Server(url, port, proc, log_path)
+        server.start()
+        yield server
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        if log_path is not None:
-            out.close()
+        server.stop()

@@ -22,12 +22,8 @@ slide 4 to 6; the slide buttons' callbacks step by a delta).
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -37,6 +33,7 @@ from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from attnviz import examples
 from attnviz.classroom import deck, open_store
 from attnviz.ui.live_class import POLL_S
+from scripts import streamlit_server
 from scripts.chromium import CHROMIUM, CHROMIUM_ARGS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -47,62 +44,19 @@ PROJECTOR = {"width": 1920, "height": 1080}
 LAPTOP = {"width": 1366, "height": 768}
 PHONE = {"width": 390, "height": 844}
 WAIT_MS = 60_000
-UNANSWERED_S = 10.0  # a rerun asked for this long ago with no run of its own: see Wire.idle
 _CALM_APP = '[data-testid="stApp"][data-test-connection-state="CONNECTED"]'
 _CALM_APP += '[data-test-script-state="notRunning"]'
 N_SLIDES = 12
 TRAP_SLIDE = 1 + [s.key for s in deck.story(*examples.classic()).slides].index("trap")
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Server:
-    """`streamlit run app.py` on a port, restartable on the same port with the same store."""
+class Server(streamlit_server.Server):
+    """`streamlit run app.py` (scripts/streamlit_server.py) on a free port with this environment,
+    not started yet: start(), stop() and start() again serve it on the same port and store."""
 
     def __init__(self, env: dict[str, str], log: Path) -> None:
-        self.port = _free_port()
-        self.env = {**os.environ, **env}
-        self.log = log
-        self.proc: subprocess.Popen | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def start(self) -> None:
-        cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(self.port)]
-        cmd += ["--server.address", "127.0.0.1", "--server.headless", "true"]
-        cmd += ["--server.fileWatcherType", "none"]
-        out = open(self.log, "a")  # noqa: SIM115 -- closed with the process
-        self.proc = subprocess.Popen(
-            cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env=self.env
-        )
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                with urllib.request.urlopen(f"{self.url}/_stcore/health", timeout=2) as r:
-                    if r.status == 200:
-                        return
-            except OSError:
-                if self.proc.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"streamlit did not start on {self.url}")
-                time.sleep(0.3)
-
-    def stop(self) -> None:
-        if self.proc is not None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-            self.proc = None
+        port = streamlit_server.free_port()
+        super().__init__(f"http://127.0.0.1:{port}", port, None, log, dict(env), timeout_s=90)
 
 
 @pytest.fixture(scope="module")
@@ -129,10 +83,9 @@ class Wire:
         self.runs = 0  # full runs finished on the current connection
         self.polls = 0  # fragment runs finished (the live class polls once per POLL_S)
         self.screen = False  # the browser has sent its screen (the wt_screen component's value)
-        self.asked = 0  # reruns the browser asked for
+        self.asked = 0  # reruns the browser asked for (a click, a key, a widget; not a poll)
         self._asked = False  # a rerun was asked for and its run has not finished yet
         self._started = False  # ... and a run started after it was asked for
-        self._asked_at = 0.0  # when the last rerun was asked for
         self.polls_here, self.last_poll = 0, 0.0  # polls on this connection, when the last ended
         self.said: list[str] = []  # the page's console warnings and errors, for a failure's message
         page.on("websocket", self._connect)
@@ -157,11 +110,17 @@ class Wire:
         msg = BackMsg.FromString(payload)
         if msg.WhichOneof("type") != "rerun_script":
             return
-        self.asked += 1
-        self._asked, self._started, self._asked_at = True, False, time.monotonic()
-        for widget in msg.rerun_script.widget_states.widgets:
+        state = msg.rerun_script
+        for widget in state.widget_states.widgets:
             if widget.id.endswith("-wt_screen") and widget.HasField("json_value"):
                 self.screen = True
+        if state.fragment_id and state.is_auto_rerun:
+            # a poll of the live class: the server drops one whose fragment a page run has just
+            # replaced (AppSession.request_rerun), so no run of its own may ever answer it; what
+            # a click must not meet, a poll being run, is ready()'s wait for a poll just ended
+            return
+        self.asked += 1
+        self._asked, self._started = True, False
 
     def _received(self, payload) -> None:
         if not isinstance(payload, bytes):
@@ -189,24 +148,15 @@ class Wire:
 
     @property
     def idle(self) -> bool:
-        """Every rerun this browser asked for has run to its end. (If the server folded the last
-        request into a run this observer counted as an earlier one's, no run of its own starts:
-        after UNANSWERED_S the page's own word, connected and not running, is taken, and noted.)
-        A poll of the live class on this connection also shows the page has been drawn here: a
-        fragment runs only in a session whose page run registered it. (Seen once after a restart
-        on a busy machine: the reconnected page drawn and polling, 50 polls finished on the new
-        connection, and no page run reported as one.)"""
+        """Every rerun this browser asked for has run to its end (a run that started after it
+        was asked for has finished, not cut short for another rerun). A poll of the live class on
+        this connection also shows the page has been drawn here: a fragment runs only in a
+        session whose page run registered it. (Seen once after a restart on a busy machine: the
+        reconnected page drawn and polling, 50 polls finished on the new connection, and no page
+        run reported as one.)"""
         if self.runs == 0 and self.polls_here == 0:
             return False
-        if not self._asked:
-            return True
-        if time.monotonic() - self._asked_at < UNANSWERED_S or not self.page.query_selector(
-            _CALM_APP
-        ):
-            return False
-        self.said.append(f"observer: no run of its own for a rerun asked {UNANSWERED_S:.0f} s ago")
-        self._asked = False
-        return True
+        return not self._asked
 
     def wait(self, condition, what: str, timeout_s: float = WAIT_MS / 1000) -> None:
         deadline = time.monotonic() + timeout_s
