@@ -343,8 +343,8 @@ def _run(lib: ctypes.CDLL, x: Tensor, w: Tensor, threads: int) -> Tensor:
     if not w.is_contiguous():
         w = w.contiguous()  # (B,T)
     n, group, split = plan(b, t, h, threads)
-    out = torch.empty(b, h, dtype=torch.float32)  # (B,H)
-    partial = torch.empty(b, split, h, dtype=torch.float32) if split > 1 else out  # (B,S,H)
+    out = torch.empty((b, h), dtype=torch.float32)  # (B,H)
+    partial = torch.empty((b, split, h), dtype=torch.float32) if split > 1 else out  # (B,S,H)
     lib.weighted_rows_f32(
         x.data_ptr(), w.data_ptr(), out.data_ptr(), partial.data_ptr(), b, t, h, group, split, n
     )
@@ -353,20 +353,19 @@ def _run(lib: ctypes.CDLL, x: Tensor, w: Tensor, threads: int) -> Tensor:
 
 def try_weighted_rows(x: Tensor, w: Tensor) -> Tensor | None:
     """``weighted_rows(x, w)`` when the kernel applies (``usable``), else None: one check of the
-    inputs instead of two on the path ``fused`` takes for every call."""
-    if not (
-        x.is_cpu
-        and w.is_cpu
-        and x.dtype == torch.float32
-        and w.dtype == torch.float32
-        and x.dim() == 3
-        and x.is_contiguous()
-        and w.shape == x.shape[:2]
-    ):
+    inputs instead of two on the path ``fused`` takes for every call, in the order that costs
+    least (at 1 MiB in L2 a call takes 10-20 µs, and each check ~0.1 µs of it)."""
+    f32 = torch.float32
+    if x.dtype is not f32 or w.dtype is not f32 or not (x.is_cpu and w.is_cpu):
         return None
-    if torch.is_grad_enabled() and (x.requires_grad or w.requires_grad):
+    if x.dim() != 3 or w.dim() != 2 or not x.is_contiguous():
         return None
-    lib = _build()[1]
+    shape = x.shape
+    if w.shape[0] != shape[0] or w.shape[1] != shape[1]:
+        return None
+    if (x.requires_grad or w.requires_grad) and torch.is_grad_enabled():
+        return None
+    lib = _built[1] if _built is not None else _build()[1]
     if lib is None:
         return None
     return _run(lib, x, w, torch.get_num_threads())

@@ -163,22 +163,46 @@ def _show_verdict(s: dict, expr: str) -> None:
     st.text(sandbox.plain(v["message"]))
 
 
-def _show_error(err: dict) -> None:
-    """A mistake in the expression (shapes that do not fit, a typo...): an error. What the box
-    does not run (outside its language, too big, too slow): neutral, "Not supported here"."""
+def _error_head(err: dict) -> str:
+    """The heading of an expression that did not run: a mistake, or what the box does not run."""
     kind = sandbox.ErrorKind(err["kind"])
     if kind in sandbox.NOT_SUPPORTED:
-        head = {
+        return {
             sandbox.ErrorKind.LIMIT: "Too large to run here:",
             sandbox.ErrorKind.TIME: "Too slow to run here:",
         }.get(kind, "Not supported here:")
+    return "This expression has a mistake:"
+
+
+def _error_message(err: dict) -> str:
+    """Why it did not run, plain (without the heading's words again)."""
+    message = err["message"]
+    if sandbox.ErrorKind(err["kind"]) in sandbox.NOT_SUPPORTED and message.startswith(_SAID):
+        message = message[len(_SAID) :]  # the heading says it already
+    return sandbox.plain(message)
+
+
+def _first_line(message: str) -> str:
+    """The first line of a verdict's message, plain, at most MAX_TEXT characters."""
+    lines = sandbox.plain(message).strip().splitlines()
+    return _clip(lines[0]) if lines else ""
+
+
+def _say(expr: str, text: str) -> None:
+    """The verdict in the page's live region: once per expression and verdict (a rerun says
+    nothing), not the one already there when the tab opened."""
+    figure.announce(text, "verdict", rank=figure.RESULT, key=f"{expr}\n{text}", first=False)
+
+
+def _show_error(err: dict) -> None:
+    """A mistake in the expression (shapes that do not fit, a typo...): an error. What the box
+    does not run (outside its language, too big, too slow): neutral, "Not supported here"."""
+    head = _error_head(err)
+    if sandbox.ErrorKind(err["kind"]) in sandbox.NOT_SUPPORTED:
         st.info(head, icon=":material/info:")
     else:
-        st.error("This expression has a mistake:", icon=":material/cancel:")
-    message = err["message"]
-    if kind in sandbox.NOT_SUPPORTED and message.startswith(_SAID):
-        message = message[len(_SAID) :]  # the heading says it already
-    st.code(sandbox.plain(message), language=None, wrap_lines=True)
+        st.error(head, icon=":material/cancel:")
+    st.code(_error_message(err), language=None, wrap_lines=True)
 
 
 def section(
@@ -220,6 +244,7 @@ def section(
     )
     if not expr.strip():
         st.info("Type an expression, for example the first one in the pick list above.")
+        _say(expr, "")
         return
     xn = x.detach().numpy()
     wn = w.detach().numpy()
@@ -230,6 +255,7 @@ def section(
         if err["span"] is not None and "\n" not in expr:
             st.code(sandbox.pointer(expr, tuple(err["span"])), language=None)
         _show_error(err)
+        _say(expr, f"{_error_head(err)} {_error_message(err)}")
         if s["rows"]:
             st.caption("What was evaluated before that:")
             st.dataframe(pd.DataFrame(s["rows"]), width="stretch", hide_index=True)
@@ -240,6 +266,8 @@ def section(
     else:
         st.code(f"Result: {res['text']}", language=None)
     _show_verdict(s, expr)
+    shape = f"shape {res['shape']}" if res["shape"] is not None else res["text"]
+    _say(expr, f"Result: {shape}. {_headline(s['verdict'])} {_first_line(s['verdict']['message'])}")
     st.dataframe(pd.DataFrame(s["rows"]), width="stretch", hide_index=True)
     if s["preview"] is not None:
         value = np.asarray(s["preview"], dtype=np.float64)

@@ -9,9 +9,13 @@ page's script ``A11Y_SCRIPT`` sets aria-hidden on each plot and takes plotly's t
 tab order).
 
 ``announce`` says one short sentence in the page's single polite live region (made once by the
-same script, in a closed shadow root so that no text search of the page finds it twice): step and
-slide changes. The script says a sentence only when it differs from the last one said, so
-nothing is announced twice. The same script gives focus back when a rerun disabled or rebuilt
+same script, in a closed shadow root so that no text search of the page finds it twice): a step,
+a slide, a result, a verdict, the live class. Each sentence belongs to a slot ("step", "result",
+...) and carries a key (the sentence itself unless the page names the event); once a run has
+finished, the script says a slot's sentence only when its key differs from the one that slot had
+after the last run, so a rerun that draws the same sentence says nothing, and a slot that leaves
+the page forgets its key. Of the slots that changed in one run the highest rank is said (equal
+ranks joined in page order). The same script gives focus back when a rerun disabled or rebuilt
 the focused control (Next on the last step: to its nearest enabled neighbour, Back).
 
 The plotly configs live here too: ``PLOT_CONFIG`` (a screen: the camera icon saves a PNG),
@@ -21,6 +25,7 @@ no toolbar at all).
 
 from __future__ import annotations
 
+import hashlib
 import html
 from typing import Any
 
@@ -119,10 +124,24 @@ def show(
     return out
 
 
-def announce(text: str) -> None:
-    """Say text in the page's polite live region (once: a repeat of the last sentence is not
-    said again). The element itself is invisible."""
-    st.html(f'<div class="attnviz-say" data-say="{html.escape(text)}"></div>')
+#: Ranks of what is said: the live class's news over a result or a verdict over a step or slide.
+STEP, RESULT, CLASS = 1, 2, 3
+
+
+def announce(
+    text: str, slot: str = "step", *, rank: int = STEP, key: str | None = None, first: bool = True
+) -> None:
+    """Say text in the page's polite live region when slot's key changed since the last run.
+
+    key: what makes the sentence news (default: the text; an event's counter where the same
+    sentence may be news twice); first=False: the slot's first key on this page is taken as
+    it is, not said (what was already there when the visitor arrived). "" says nothing and
+    keeps the slot. The element itself is invisible."""
+    mark = hashlib.sha256((text if key is None else key).encode()).hexdigest()[:16]
+    st.html(
+        f'<div class="attnviz-say" data-slot="{html.escape(slot)}" data-rank="{int(rank)}" '
+        f'data-key="{mark}" data-first="{int(first)}" data-say="{html.escape(text)}"></div>'
+    )
 
 
 #: The page's script (run once per browser tab): plots hidden from assistive technology (their
@@ -155,12 +174,41 @@ A11Y_SCRIPT = """
     });
     doc.querySelectorAll(".stPlotlyChart a, .stPlotlyChart button, .stPlotlyChart [tabindex]")
       .forEach((b) => { if (b.getAttribute("tabindex") !== "-1") b.setAttribute("tabindex", "-1"); });
-    const says = doc.querySelectorAll(".attnviz-say");
-    const text = says.length ? (says[says.length - 1].dataset.say || "").trim() : "";
-    if (text && text !== said) {
-      said = text;
+    // the screen's component draws nothing: no tab stop
+    doc.querySelectorAll(".st-key-wt_screen iframe")
+      .forEach((f) => { if (f.getAttribute("tabindex") !== "-1") f.setAttribute("tabindex", "-1"); });
+    if (!running()) speak();
+  };
+  // What a finished run says: per slot, its last sentence on the page (not one the run left
+  // stale); a slot whose key changed is news, the highest rank of those is said.
+  const keys = new Map();
+  const speak = () => {
+    const now = new Map();
+    doc.querySelectorAll(".attnviz-say").forEach((e) => {
+      if (!e.closest("[data-stale='true']")) now.set(e.dataset.slot || "", e);
+    });
+    for (const slot of [...keys.keys()]) if (!now.has(slot)) keys.delete(slot);
+    let best = -Infinity;
+    let news = [];
+    now.forEach((e, slot) => {
+      const key = e.dataset.key || "";
+      const known = keys.has(slot);
+      if (known && keys.get(slot) === key) return;
+      keys.set(slot, key);
+      const text = (e.dataset.say || "").trim();
+      if (!text || (!known && e.dataset.first === "0")) return;
+      const rank = Number(e.dataset.rank) || 0;
+      if (rank > best) { best = rank; news = [text]; } else if (rank === best) news.push(text);
+    });
+    if (!news.length) return;
+    const text = news.join(" ");
+    if (text === said) {  // the same words, news again: cleared first, so that it is said
+      region.textContent = "";
+      window.setTimeout(() => { region.textContent = text; }, 100);
+    } else {
       region.textContent = text;
     }
+    said = text;
   };
   // Focus that a rerun took away goes back to the control the visitor was on. A rerun disables
   // controls for a moment (the tab strip while its tab's rerun runs: focus falls to the body) or

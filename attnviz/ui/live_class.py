@@ -42,6 +42,7 @@ from attnviz.classroom.deck import Slide
 from attnviz.errors import AttnvizError
 from attnviz.ui import (
     client,
+    figure,
     join_link,
     link,
     live_members,
@@ -465,6 +466,8 @@ def live(n: int, slides: tuple[Slide, ...], qs: tuple[Question, ...]) -> None:
         or ss.pop("wt_reload", False)
     ):
         st.rerun()
+    if not token:
+        _say_moves(record, slides, question is not None)
     presenters = 1
     if token:
         with contextlib.suppress(ClassError):  # out of reach, or revoked: the next poll tells
@@ -480,6 +483,24 @@ def live(n: int, slides: tuple[Slide, ...], qs: tuple[Question, ...]) -> None:
             else:
                 live_question.student_panel(r, record, question)
     ss[LAST_POLL_CPU] = time.process_time() - started
+
+
+def _say_moves(record: ClassRecord, slides: tuple[Slide, ...], asking: bool) -> None:
+    """A student hears that they joined, and every move of the teacher (said once each: a poll
+    that finds the class where it was says nothing). Under a question the slide's title is not
+    said: the question comes before the slide that answers it."""
+    n = len(slides)
+    k = min(max(record.slide, 1), n)
+    where = f"slide {k} of {n}" + ("" if asking else f": {slides[k - 1].title}")
+    figure.announce(
+        f"You joined live class {format_code(record.code)}; the teacher is on {where}.",
+        "joined",
+        rank=figure.CLASS,
+        key=record.code,
+    )
+    figure.announce(
+        f"The teacher moved to {where}.", "teacher", rank=figure.CLASS, key=str(k), first=False
+    )
 
 
 def _status(r: Classroom, record: ClassRecord, teacher: bool, presenters: int) -> None:

@@ -17,6 +17,7 @@ import streamlit as st
 
 from attnviz.classroom import ClassError, ClassRecord, Classroom, Kind, Problem, Question, peer
 from attnviz.classroom.deck import Slide
+from attnviz.ui import figure
 from attnviz.ui.boundary import callback
 from attnviz.ui.safe import inert
 
@@ -93,11 +94,18 @@ def teacher_panel(r: Classroom, record: ClassRecord, question: Question) -> None
     st.html(card_html(question))
     joined = r.members(record.code)
     rounds = peer.rounds(r, record.code, question, joined)
+    # said when the teacher acts (ask, show, again, reveal), never for a count that moved
+    figure.announce(
+        _stage_sentence(question, a, rounds, teacher=True),
+        "question",
+        rank=figure.CLASS,
+        key=_stage_key(question, a),
+    )
     if a.stage is peer.Stage.OPEN:
         now = rounds[a.round - 1] if a.round <= len(rounds) else None
         answered = now.answered if now else 0
         st.html(
-            f'<div class="wt-total" role="status">{answered} of {max(joined, answered)} answered'
+            f'<div class="wt-total">{answered} of {max(joined, answered)} answered'
             f"{f' (round {a.round}: vote again after discussing)' if a.round > 1 else ''}</div>"
             + '<div class="wt-hidden">The votes are hidden until you show them.</div>'
         )
@@ -138,6 +146,42 @@ def teacher_panel(r: Classroom, record: ClassRecord, question: Question) -> None
         )
     if a.stage is peer.Stage.REVEALED:
         _explained(question, rounds[-1])
+
+
+def _stage_key(question: Question, a: peer.Asked) -> str:
+    return f"{question.id}:{a.round}:{a.stage.value}"
+
+
+def _votes(rounds: tuple[peer.Round, ...]) -> str:
+    """The last round's votes in words: '3 of 4 answered: (2, 3, 1) 2, (2, 3) 1'."""
+    if not rounds:
+        return "no votes"
+    last = rounds[-1]
+    counts = ", ".join(f"{row.label} {row.count}" for row in last.rows[:TYPED_BARS])
+    return peer.answered_line(last) + (f": {counts}" if counts else "")
+
+
+def _stage_sentence(
+    question: Question,
+    a: peer.Asked,
+    rounds: tuple[peer.Round, ...],
+    *,
+    teacher: bool,
+    mine: str = "",
+) -> str:
+    """What a question's stage says in the live region (the prompt is plain text there)."""
+    if a.stage is peer.Stage.OPEN:
+        if a.round > 1:
+            return f"Vote again after discussing: {question.prompt}"
+        return f"{'Question asked' if teacher else 'The teacher asks'}: {question.prompt}"
+    if a.stage is peer.Stage.VOTES:
+        return f"The votes are shown: {_votes(rounds)}."
+    answer = f"The answer is revealed: {question.label(question.answer)}."
+    if teacher or not mine:
+        return answer
+    if mine == question.answer:
+        return f"{answer} You were right."
+    return f"{answer} You answered {question.label(mine)}."
 
 
 def _explained(question: Question, last: peer.Round) -> None:
@@ -258,9 +302,15 @@ def student_panel(r: Classroom, record: ClassRecord, question: Question) -> None
         ss[mine_key] = peer.my_answer(r, record.code, ss.get("wt_me", ""), question, a.round) or ""
     mine = ss[mine_key]
     st.html(card_html(question))
+    rounds = ()
     if a.stage is not peer.Stage.OPEN:
         rounds = frozen_rounds(r, record, question)
         st.html(rounds_html(question, rounds, revealed=a.stage is peer.Stage.REVEALED))
+    said = _stage_sentence(question, a, rounds, teacher=False, mine=mine)
+    figure.announce(said, "question", rank=figure.CLASS, key=_stage_key(question, a))
+    if a.stage is not peer.Stage.REVEALED:  # their own answer, once recorded (not on arrival)
+        recorded = f"Your answer {question.label(mine)} is recorded." if mine else ""
+        figure.announce(recorded, "mine", rank=figure.CLASS, key=mine, first=False)
     if a.stage is peer.Stage.REVEALED:
         answer, why = inert(question.label(question.answer)), inert(question.why)
         if not mine:
@@ -303,6 +353,7 @@ def student_panel(r: Classroom, record: ClassRecord, question: Question) -> None
         )
     if ss.get("wt_answer_error"):
         st.error(inert(ss["wt_answer_error"]))
+        figure.announce(ss["wt_answer_error"], "answer-error", rank=figure.CLASS)
     if mine:
         st.caption(
             f"Your answer: {inert(question.label(mine))} (you can change it until the reveal)"

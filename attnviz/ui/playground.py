@@ -21,7 +21,7 @@ import streamlit as st
 
 from attnviz import examples
 from attnviz.errors import AttnvizError
-from attnviz.ui import _controls, cached, edit, expression, link, live_screen, sections
+from attnviz.ui import _controls, cached, edit, expression, figure, link, live_screen, sections
 from attnviz.ui.boundary import before_callbacks, callback
 from attnviz.ui.current import Current
 from attnviz.ui.safe import inert
@@ -77,9 +77,11 @@ def _on_preset() -> None:
     """A new seed: the preset again at the same shape (edits are replaced)."""
     ss = st.session_state
     b, t, h, seed = _size()
-    x, w, m, softmax, use_mask = cached.preset(_preset_name(), b, t, h, seed)
+    name = _preset_name()
+    x, w, m, softmax, use_mask = cached.preset(name, b, t, h, seed)
     ss["pg_softmax"], ss["pg_use_mask"] = softmax, use_mask
     _set_example(x, w, m)
+    ss["pg_why"] = f"the {name} preset, seed {seed}"
 
 
 def _on_pick_preset() -> None:
@@ -104,6 +106,7 @@ def _on_resize() -> None:
     w[:kb, :kt] = ss["pg_w"][:kb, :kt]
     m[:kb, :kt] = ss["pg_m"][:kb, :kt]
     _set_example(x, w, m)
+    ss["pg_why"] = f"{b} sentences, {t} words, {h} hidden"
 
 
 def _init_state() -> None:
@@ -200,7 +203,9 @@ def _editor(
     try:
         return edit.apply_edits(base, state, name=name, prefix=prefix, columns=cols, what=what)
     except AttnvizError as e:
-        st.error(inert(f"{e} The results below still show the last valid example."), icon="⚠️")
+        refused = f"{e} The results below still show the last valid example."
+        st.error(inert(refused), icon="⚠️")
+        figure.announce(f"Refused: {refused}", "refused", rank=figure.RESULT)
         return None
 
 
@@ -258,6 +263,9 @@ def _editors(choice: _controls.ExampleChoice) -> Current:
     ok = not (any(blk is None for blk in blocks) or w is None or m is None)
     if ok:
         x_new = np.stack(blocks).astype(np.float32)  # (B, T, H)
+        edited = _edited(x_new, w, m)
+        if edited is not None:
+            ss["pg_why"] = edited
         if not np.array_equal(x_new, ss["pg_x"]):
             ss["pg_x"] = x_new
         if not np.array_equal(w, ss["pg_w"]):
@@ -270,8 +278,55 @@ def _editors(choice: _controls.ExampleChoice) -> Current:
     return ex
 
 
+def _edited(x: np.ndarray, w: np.ndarray, m: np.ndarray) -> tuple[str, int, int] | None:
+    """What an edit of the tables changed, against the example in use: (what, b, h) of the one
+    cell edited (h -1 where a whole sentence's result moves), else None (no change, or several)."""
+    ss = st.session_state
+    for name, old, new in (("net_output", ss["pg_x"], x), ("att_scores", ss["pg_w"], w),
+                           ("mask", ss["pg_m"], m)):  # fmt: skip
+        if old.shape != new.shape:
+            return None
+        cells = np.argwhere(old != new)
+        if len(cells) == 1:
+            at = tuple(int(i) for i in cells[0])
+            value = new[at]
+            if new.dtype == np.bool_:
+                said = "a real word" if value else "padding"
+            else:
+                said = f"{float(value):.6g}"
+            return f"{name}{list(at)} is now {said}", at[0], at[2] if len(at) == 3 else -1
+        if len(cells) > 1:
+            return f"{len(cells)} numbers of {name} changed", -1, -1
+    return None
+
+
+def _announce_result(ex: Current) -> None:
+    """Say "Result updated: ..." once after each change of the example (an edit, a preset, a
+    shape, an option), with what changed; a rerun that changes nothing says nothing."""
+    ss = st.session_state
+    b, t, h = ex.shape
+    seen = (ex.shape, ex.softmax, ex.use_mask, ex.x.tobytes(), ex.w.tobytes(), ex.m.tobytes())
+    why = ss.pop("pg_why", None)
+    if ss.get("pg_seen") is not None and ss["pg_seen"] != seen:
+        last = ss["pg_seen"]
+        if isinstance(why, tuple):
+            what, row, col = why
+            if row >= 0 and col >= 0:
+                what += f", so weighted[{row}, {col}] is {float(ex.weighted[row, col]):.4f}"
+        elif why is None and (last[1], last[2]) != (ex.softmax, ex.use_mask):
+            what = f"softmax {'on' if ex.softmax else 'off'}, mask {'on' if ex.use_mask else 'off'}"
+        else:
+            what = why or "the example changed"
+        ss["pg_said_n"] = ss.get("pg_said_n", 0) + 1
+        ss["pg_said"] = f"Result updated: weighted {(b, h)}; {what}."
+    ss["pg_seen"] = seen
+    if ss.get("pg_said"):
+        figure.announce(ss["pg_said"], "result", rank=figure.RESULT, key=str(ss["pg_said_n"]))
+
+
 def _result(ex: Current, ok: bool) -> None:
     b, t, h = ex.shape
+    _announce_result(ex)
     # a heading and its table in one element: an edit redraws them for every student of a class
     # (a plain table costs the server and the browser far less than a data grid)
     head = f"## Result `weighted` {(b, h)}: one vector per sentence"

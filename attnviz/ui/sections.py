@@ -108,7 +108,7 @@ def _steps_body(ex: Current) -> None:
     shown = range(len(steps)) if show_all else [index]
     if not show_all:  # said once in the page's live region (figure.announce)
         s = steps[index]
-        figure.announce(f"Step {index + 1} of {len(steps)}: {s.title}, shape {s.shape}.")
+        figure.announce(f"Step {index + 1} of {len(steps)}: {s.title}, shape {s.shape}.", "step")
     for i in shown:
         s = steps[i]
         strides = f", strides `{s.strides}`" if s.strides else ""

@@ -312,9 +312,10 @@ def page() -> None:
     k = ss["wt_slide"]
     ss["wt_shown"] = k
     slide = slides[k - 1]
-    figure.announce(f"Slide {k} of {n}: {slide.title}")  # said once in the live region
     qs = live_plan.class_questions(_questions(query))  # the class's plan, in a class
     covered = live_question.covered(live_class.room())  # every screen of the class
+    # said once in the live region; a covered slide's title is not said either
+    figure.announce(f"Slide {k} of {n}: {'Predict first' if covered else slide.title}", "slide")
     _nav(k, n)
     beside = live_class.question_beside(qs, screen.phone)  # a question on screen, not a phone
     live_class.panel(query, n, slides, qs)  # only while in a class
