@@ -62,7 +62,7 @@ from torch import Tensor
 from attnviz.errors import AttnvizError
 
 SOURCE = Path(__file__).with_name("csrc") / "weighted_rows.c"
-ABI = 4  # weighted_rows_abi() in the source
+ABI = 5  # weighted_rows_abi() in the source
 FLAGS = ("-O3", "-std=c99", "-ffp-contract=fast", "-fopenmp", "-shared", "-fPIC")
 # tried first; dropped if the compiler refuses them. GCC's unroll-and-jam would turn the kernel's
 # eight rows per step into sixteen, more streams than the registers and prefetchers keep up with
@@ -181,8 +181,8 @@ def _load(path: Path) -> ctypes.CDLL:
         raise RuntimeError(f"{path} has interface {lib.weighted_rows_abi()}, expected {ABI}")
     fn = lib.weighted_rows_f32
     fn.restype = None
-    # x, w, out, partial, B, T, H, group, split, threads
-    fn.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_long] * 5 + [ctypes.c_int]
+    # x, w, out, partial, shape: {B, T, H, group, split, threads} (``_call_shape``)
+    fn.argtypes = [ctypes.c_void_p] * 4 + [ctypes.POINTER(ctypes.c_long)]
     read = lib.read_floats
     read.restype = ctypes.c_double
     read.argtypes = [
@@ -317,6 +317,14 @@ def _plan(
     return min(n, units), group, split
 
 
+@functools.lru_cache(maxsize=256)
+def _call_shape(b: int, t: int, h: int, threads: int, *limits: int) -> tuple[ctypes.Array, int]:
+    """The kernel's shape argument {B, T, H, group, split, threads} as a C array, made once per
+    shape, thread count and plan limits (the kernel only reads it), and the split."""
+    n, group, split = _plan(b, t, h, threads, *limits)
+    return (ctypes.c_long * 6)(b, t, h, group, split, n), split
+
+
 def weighted_rows(x: Tensor, w: Tensor, *, threads: int | None = None) -> Tensor:
     """x: (B, T, H) float32 contiguous, w: (B, T) float32 -> (B, H) by the C kernel.
 
@@ -334,20 +342,23 @@ def weighted_rows(x: Tensor, w: Tensor, *, threads: int | None = None) -> Tensor
     built, lib = _build()
     if lib is None:
         raise RuntimeError(f"the C kernel is not available: {built.detail}")
-    return _run(lib, x, w, threads or torch.get_num_threads())
-
-
-def _run(lib: ctypes.CDLL, x: Tensor, w: Tensor, threads: int) -> Tensor:
-    """The call itself, for inputs already checked (``weighted_rows``, ``try_weighted_rows``)."""
     b, t, h = x.shape
+    return _run(lib, x, w, b, t, h, threads or torch.get_num_threads())
+
+
+def _run(lib: ctypes.CDLL, x: Tensor, w: Tensor, b: int, t: int, h: int, threads: int) -> Tensor:
+    """The call itself, for inputs already checked (``weighted_rows``, ``try_weighted_rows``)."""
     if not w.is_contiguous():
         w = w.contiguous()  # (B,T)
-    n, group, split = plan(b, t, h, threads)
-    out = torch.empty((b, h), dtype=torch.float32)  # (B,H)
-    partial = torch.empty((b, split, h), dtype=torch.float32) if split > 1 else out  # (B,S,H)
-    lib.weighted_rows_f32(
-        x.data_ptr(), w.data_ptr(), out.data_ptr(), partial.data_ptr(), b, t, h, group, split, n
-    )
+    limits = (MIN_NUMEL_PER_THREAD, MAX_UNIT_NUMEL, MIN_PIECE_ROWS)
+    shape, split = _call_shape(b, t, h, threads, *limits)
+    if torch.get_default_dtype() is torch.float32:  # ints only: torch parses them ~1 µs sooner
+        out = torch.empty(b, h)  # (B,H)
+        partial = torch.empty(b, split, h) if split > 1 else out  # (B,S,H)
+    else:
+        out = torch.empty(b, h, dtype=torch.float32)
+        partial = torch.empty(b, split, h, dtype=torch.float32) if split > 1 else out
+    lib.weighted_rows_f32(x.data_ptr(), w.data_ptr(), out.data_ptr(), partial.data_ptr(), shape)
     return out
 
 
@@ -358,17 +369,18 @@ def try_weighted_rows(x: Tensor, w: Tensor) -> Tensor | None:
     f32 = torch.float32
     if x.dtype is not f32 or w.dtype is not f32 or not (x.is_cpu and w.is_cpu):
         return None
-    if x.dim() != 3 or w.dim() != 2 or not x.is_contiguous():
+    shape, bt = x.shape, w.shape
+    if len(shape) != 3 or len(bt) != 2 or not x.is_contiguous():
         return None
-    shape = x.shape
-    if w.shape[0] != shape[0] or w.shape[1] != shape[1]:
+    b, t, h = shape
+    if bt[0] != b or bt[1] != t:
         return None
     if (x.requires_grad or w.requires_grad) and torch.is_grad_enabled():
         return None
     lib = _built[1] if _built is not None else _build()[1]
     if lib is None:
         return None
-    return _run(lib, x, w, torch.get_num_threads())
+    return _run(lib, x, w, b, t, h, torch.get_num_threads())
 
 
 def read_plan(n: int, threads: int) -> tuple[int, int]:

@@ -13,8 +13,8 @@
 #include <time.h>
 
 double read_floats(const float *x, long n, long unit, int threads);
-void weighted_rows_f32(const float *x, const float *w, float *out, float *partial, long b, long t,
-                       long h, long group, long split, int threads);
+void weighted_rows_f32(const float *x, const float *w, float *out, float *partial,
+                       const long *shape); /* {B, T, H, group, split, threads} */
 
 static double now(void) {
     struct timespec ts;
@@ -30,13 +30,14 @@ int main(int argc, char **argv) {
         if (!x || !w || t < 1) return 1;
         for (long i = 0; i < n; i++) x[i] = (float)(i % 7);
         for (long i = 0; i < t; i++) w[i] = 0.5f;
+        const long shape[6] = {1, t, h, 1, 1, 1};
         double best_read = 1e9, best_fused = 1e9;
         volatile double sink = 0;
         for (int round = 0; round < 300; round++) {
             const double t0 = now();
             for (int k = 0; k < 10; k++) sink += read_floats(x, n, n, 1);
             const double t1 = now();
-            for (int k = 0; k < 10; k++) weighted_rows_f32(x, w, out, out, 1, t, h, 1, 1, 1);
+            for (int k = 0; k < 10; k++) weighted_rows_f32(x, w, out, out, shape);
             const double t2 = now();
             if (t1 - t0 < best_read) best_read = t1 - t0;
             if (t2 - t1 < best_fused) best_fused = t2 - t1;

@@ -219,13 +219,14 @@ def test_fused_uses_the_kernel_above_the_threshold(monkeypatch):
     calls = []
     real = native._run
     monkeypatch.setattr(
-        native, "_run", lambda lib, x, w, n: calls.append(x.shape) or real(lib, x, w, n)
+        native, "_run", lambda lib, x, w, *shape: calls.append(x.shape) or real(lib, x, w, *shape)
     )
     x, w = random_inputs(2, 256, 512, seed=1)  # CPU_ROWS_MIN_NUMEL numbers
     attnviz.weighted_sum(x, w, method="fused")
     attnviz.weighted_sum(x.double(), w.double(), method="fused")  # float64: embedding bag
     attnviz.weighted_sum(x[:1, :8, :8], w[:1, :8], method="fused")  # tiny: bmm
-    assert calls == [(2, 256, 512)]
+    attnviz.weighted_sum(x[:, :16].contiguous(), w[:, :16], method="fused")  # NATIVE_MIN_NUMEL
+    assert calls == [(2, 256, 512), (2, 16, 512)]
     assert fused.fused_path(x, w) == "C row-sum kernel"
     assert fused.fused_path(x.double(), w.double()) == "embedding-bag row sum"
 
@@ -349,3 +350,18 @@ def test_a_failed_compile_is_reported_with_the_compilers_words(build_here, tmp_p
     out = build_here(CC=str(fake))
     assert not out["ok"] and "compiling weighted_rows.c failed: fakecc: error: no" in out["detail"]
     assert out["path"] == "embedding-bag row sum" and out["correct"]
+
+
+@needs_kernel
+@pytest.mark.parametrize("default", [torch.float64, torch.float16])
+def test_the_kernels_output_is_float32_whatever_the_default_dtype(default):
+    """The output is allocated without a dtype only where the default is float32 (quicker)."""
+    x, w = random_inputs(3, 40, 70, seed=4)
+    before = torch.get_default_dtype()
+    torch.set_default_dtype(default)
+    try:
+        out = native.try_weighted_rows(x, w)
+    finally:
+        torch.set_default_dtype(before)
+    assert out.dtype == torch.float32
+    assert_close(out, expected(x, w), rtol=1e-5, atol=1e-4)

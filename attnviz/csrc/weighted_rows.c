@@ -67,8 +67,12 @@ static void sum_rows(const float *restrict x, const float *restrict w, float *re
     }
 }
 
-void weighted_rows_f32(const float *x, const float *w, float *out, float *partial, long b,
-                       long t, long h, long group, long split, int threads) {
+/* shape = {B, T, H, group, split, threads}: one array, so that a call from Python converts five
+ * arguments, not ten (each costs ~0.1 us, against ~10 us for a call on 1 MiB in L2) */
+void weighted_rows_f32(const float *x, const float *w, float *out, float *partial,
+                       const long *shape) {
+    const long b = shape[0], t = shape[1], h = shape[2], group = shape[3], split = shape[4];
+    const int threads = (int)shape[5];
     if (b <= 0 || h <= 0 || group <= 0 || split <= 0 || threads <= 0) return;
     if (t <= 0) {
         for (long i = 0; i < b * h; i++) out[i] = 0.0f;
@@ -160,4 +164,4 @@ double read_floats(const float *x, long n, long unit, int threads) {
 }
 
 /* The version of this interface, checked on load: bump it when a signature changes. */
-int weighted_rows_abi(void) { return 4; }
+int weighted_rows_abi(void) { return 5; }
