@@ -386,11 +386,20 @@ def try_weighted_rows(x: Tensor, w: Tensor) -> Tensor | None:
 def read_plan(n: int, threads: int) -> tuple[int, int]:
     """(threads used, unit) for a plain read of ``n`` numbers, cut like ``plan`` cuts x: one
     thread under MIN_NUMEL_PER_THREAD numbers per thread, else about UNITS_PER_THREAD units per
-    thread of at most MAX_UNIT_NUMEL numbers."""
-    used = max(1, min(threads, n // MIN_NUMEL_PER_THREAD))
+    thread of at most MAX_UNIT_NUMEL numbers. (Cached, as ``plan`` is.)"""
+    return _read_plan(n, threads, *_read_limits())
+
+
+def _read_limits() -> tuple[int, int, int]:
+    return MIN_NUMEL_PER_THREAD, MAX_UNIT_NUMEL, UNITS_PER_THREAD
+
+
+@functools.lru_cache(maxsize=256)
+def _read_plan(n: int, threads: int, min_numel: int, max_unit: int, per_thread: int):
+    used = max(1, min(threads, n // min_numel))
     if used == 1:
         return 1, max(1, n)
-    unit = min(MAX_UNIT_NUMEL, math.ceil(n / (UNITS_PER_THREAD * used)))
+    unit = min(max_unit, math.ceil(n / (per_thread * used)))
     return min(used, math.ceil(n / unit)), unit
 
 
@@ -400,17 +409,19 @@ def read_sum(x: Tensor, *, threads: int | None = None) -> float:
 
     Built with the kernel's flags and run on the same OpenMP threads, cut the same way, reading
     eight streams side by side into independent vector sums, so that it is bound by memory, not
-    by a chain of adds. The
-    value is a double summed in no fixed order: it is there so that the reads happen, not to be
-    compared bit for bit. Raises RuntimeError when the kernel could not be built.
+    by a chain of adds. Its Python side is kept as lean as the kernel's (``try_weighted_rows``),
+    so that at small sizes the floor is not slowed by checks the kernel skips. The value is a
+    double summed in no fixed order: it is there so that the reads happen, not to be compared bit
+    for bit. Raises RuntimeError when the kernel could not be built.
     """
-    if not (x.device.type == "cpu" and x.dtype == torch.float32 and x.is_contiguous()):
+    if not (x.is_cpu and x.dtype is torch.float32 and x.is_contiguous()):
         raise AttnvizError(
             f"read_sum needs a contiguous float32 CPU tensor; got {tuple(x.shape)} {x.dtype} "
             f"on {x.device}."
         )
-    built, lib = _build()
+    built, lib = _built if _built is not None else _build()
     if lib is None:
         raise RuntimeError(f"the C kernel is not available: {built.detail}")
-    n, unit = read_plan(x.numel(), threads or torch.get_num_threads())
-    return float(lib.read_floats(x.data_ptr(), x.numel(), unit, n))
+    numel = x.numel()
+    n, unit = _read_plan(numel, threads or torch.get_num_threads(), *_read_limits())
+    return lib.read_floats(x.data_ptr(), numel, unit, n)  # a float: restype is c_double
