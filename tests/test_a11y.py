@@ -113,3 +113,80 @@ def test_table_html_escapes_every_text():
     out = tables_html(figure_tables(fig.to_dict()))
     assert "<i>" not in out and "&lt;i&gt;s" in out
     assert out.count('<th scope="row">') == 2 and out.count("<caption>") == 1
+
+
+# ---- what the page's live region is given to say (attnviz.ui.figure.announce) --------------------
+
+_SAY = re.compile(
+    r'<div class="attnviz-say" data-slot="([^"]*)" data-rank="(\d+)" data-key="([0-9a-f]+)" '
+    r'data-first="([01])" data-say="([^"]*)"></div>'
+)
+
+
+def said(at) -> dict[str, tuple[str, str, bool]]:
+    """Each slot's sentence as the page hands it to its live region: {slot: (text, key, first)}
+    (the last of a slot on the page, as the page's script reads them)."""
+    import html as _html
+
+    out = {}
+    for element in at.get("html"):
+        for slot, _, key, first, text in _SAY.findall(element.proto.body):
+            out[slot] = (_html.unescape(text), key, first == "1")
+    return out
+
+
+def _playground():
+    from tests.test_app import _app
+
+    return _app()
+
+
+def _edit(at, sentence: int, row: int, column: str, value) -> None:
+    from attnviz.ui.playground import editor_key
+    from tests.test_app import _edit as edit
+    from tests.test_app import _version
+
+    edit(at, editor_key("x", _version(at), sentence), {"edited_rows": {row: {column: value}}})
+
+
+def test_an_edit_is_said_once_with_the_cell_and_the_result_it_moved():
+    at = _playground()
+    assert "result" not in said(at)  # nothing changed yet: nothing to say
+    _edit(at, 1, 2, "h4", "2.5")
+    text, key, _ = said(at)["result"]
+    x, w = examples.classic()
+    x[1, 2, 4] = 2.5
+    cell = float((x * w[..., None]).sum(1)[1, 4])
+    assert text == (
+        "Result updated: weighted (2, 5); net_output[1, 2, 4] is now 2.5, "
+        f"so weighted[1, 4] is {cell:.4f}."
+    )
+    at.run()  # a rerun that changes nothing: the same key, so the script says nothing
+    assert said(at)["result"] == (text, key, True)
+    _edit(at, 1, 2, "h4", "2.5")  # the same value again: no change, nothing new
+    assert said(at)["result"][1] == key
+    _edit(at, 1, 2, "h4", "3")
+    assert said(at)["result"][0].startswith(
+        "Result updated: weighted (2, 5); net_output[1, 2, 4] is now 3,"
+    )
+    assert said(at)["result"][1] != key
+
+
+def test_a_refused_value_is_said_in_plain_words():
+    at = _playground()
+    _edit(at, 0, 0, "h0", "oops")
+    text = said(at)["refused"][0]
+    assert text.startswith("Refused: ") and "oops" in text, text
+    assert "result" not in said(at)  # the result did not change
+
+
+def test_a_preset_and_a_shape_are_said_with_the_new_result_shape():
+    at = _playground()
+    at.selectbox(key="pg_preset").select("square").run()
+    text = said(at)["result"][0]
+    b, t, h = (int(at.session_state[k]) for k in ("pg_b", "pg_t", "pg_h"))
+    assert text.startswith(f"Result updated: weighted {(b, h)}; the square preset"), text
+    at.number_input(key="pg_b").set_value(3).run()
+    assert said(at)["result"][0].startswith(
+        f"Result updated: weighted {(3, h)}; 3 sentences, {t} words, {h} hidden"
+    )

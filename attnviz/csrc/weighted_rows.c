@@ -23,6 +23,7 @@
 #ifndef BLOCK_H
 #define BLOCK_H 2048 /* 8 KiB of running sums */
 #endif
+#define SUM_COLUMNS 256 /* columns per unit when the pieces of a split sentence are added */
 
 /* s[0:h] = sum over t < rows of w[t] * x[t*h : t*h + h]
  *
@@ -101,14 +102,19 @@ void weighted_rows_f32(const float *x, const float *w, float *out, float *partia
             else
                 for (long j = 0; j < h; j++) dst[j] = 0.0f; /* an empty last piece */
         }
-        /* the loop above ends with a barrier: every piece is written before they are added */
+        /* the loop above ends with a barrier: every piece is written before they are added,
+         * SUM_COLUMNS columns of one sentence at a time, so that the threads share this step
+         * even for a single sentence (B = 1, the case that splits) */
+        const long blocks = (h + SUM_COLUMNS - 1) / SUM_COLUMNS;
 #pragma omp for schedule(static)
-        for (long s = 0; s < b; s++) {
-            float *restrict o = out + s * h;
-            const float *restrict p = partial + s * split * h;
-            for (long j = 0; j < h; j++) o[j] = p[j];
+        for (long u = 0; u < b * blocks; u++) {
+            const long s = u / blocks, j0 = (u % blocks) * SUM_COLUMNS;
+            const long n = (h - j0 < SUM_COLUMNS) ? h - j0 : SUM_COLUMNS;
+            float *restrict o = out + s * h + j0;
+            const float *restrict p = partial + s * split * h + j0;
+            for (long j = 0; j < n; j++) o[j] = p[j];
             for (long k = 1; k < split; k++)
-                for (long j = 0; j < h; j++) o[j] += p[k * h + j];
+                for (long j = 0; j < n; j++) o[j] += p[k * h + j];
         }
     }
 }

@@ -182,12 +182,6 @@ def _error_message(err: dict) -> str:
     return sandbox.plain(message)
 
 
-def _first_line(message: str) -> str:
-    """The first line of a verdict's message, plain, at most MAX_TEXT characters."""
-    lines = sandbox.plain(message).strip().splitlines()
-    return _clip(lines[0]) if lines else ""
-
-
 def _say(expr: str, text: str) -> None:
     """The verdict in the page's live region: once per expression and verdict (a rerun says
     nothing), not the one already there when the tab opened."""
@@ -267,7 +261,8 @@ def section(
         st.code(f"Result: {res['text']}", language=None)
     _show_verdict(s, expr)
     shape = f"shape {res['shape']}" if res["shape"] is not None else res["text"]
-    _say(expr, f"Result: {shape}. {_headline(s['verdict'])} {_first_line(s['verdict']['message'])}")
+    reasons = s["verdict"]["reasons"]  # why it is right on this example only
+    _say(expr, f"Result: {shape}. {_headline(s['verdict'])}" + (f" {reasons[0]}" if reasons else ""))
     st.dataframe(pd.DataFrame(s["rows"]), width="stretch", hide_index=True)
     if s["preview"] is not None:
         value = np.asarray(s["preview"], dtype=np.float64)

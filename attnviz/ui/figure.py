@@ -234,6 +234,9 @@ A11Y_SCRIPT = """
   let lastIndex = -1;
   let lost = false;
   let stoppedAt = 0;
+  let pointed = false;  // a mouse or a finger pressed since the last key: a hand on the page
+  doc.addEventListener("pointerdown", () => { pointed = true; }, true);
+  doc.addEventListener("keydown", () => { pointed = false; }, true);
   doc.addEventListener("focusin", (ev) => {
     if (ev.target === doc.body) return;
     last = ev.target;
@@ -257,9 +260,12 @@ A11Y_SCRIPT = """
   };
   const refocus = () => {
     const now = doc.activeElement;
-    if ((now && now !== doc.body) || !last) { lost = false; return; }
+    if ((now && now !== doc.body) || !last || !doc.hasFocus()) { lost = false; return; }
     if (!lost) {
-      if (usable(last)) return;  // the visitor left the control (a click on the page): not taken
+      // a hand left the control (a click on the page, a clicker's press let go): not taken
+      // back. After a key, focus on the body was taken by a rerun, even where the control is
+      // usable again by the time this runs (the tab strip after a quick rerun)
+      if (pointed && usable(last)) return;
       lost = true;
       stoppedAt = 0;
     }
