@@ -291,3 +291,23 @@ def test_messages_show_no_raw_backticks(expr):
 def test_right_forms_written_as_students_write_them_get_a_success(expr):
     at = _type(_expr_tab(), expr)
     assert len(at.success) == 1 and not at.error and not at.info
+
+
+def test_the_verdict_is_said_once_per_expression_not_on_opening_the_tab():
+    from tests.test_a11y import said
+
+    at = _expr_tab()
+    text, key, first = said(at)["verdict"]
+    assert text.startswith("Result: shape (2, 5). Right: this is weighted") and not first
+    _type(at, "(net_output * att_scores[..., None]).mean(1)")
+    text, key2, _ = said(at)["verdict"]
+    assert text.startswith("Result: shape (2, 5). Right shape, wrong numbers"), text
+    assert key2 != key
+    at.run()  # a rerun with the same expression: the same key, nothing said again
+    assert said(at)["verdict"][1] == key2
+    _type(at, "net_output * att_scores")
+    assert said(at)["verdict"][0].startswith("This expression has a mistake: "), said(at)
+    _type(at, "net_output.cuda()")
+    assert said(at)["verdict"][0].startswith("Not supported here: "), said(at)
+    _type(at, "")
+    assert said(at)["verdict"][0] == ""  # the slot stays: the next expression is news

@@ -146,3 +146,30 @@ def test_the_results_are_in_the_teachers_menu_before_the_end():
         0,
     )
     assert row["most common mistake"].startswith("axis 0, the sentences (B = 2) (1): ")
+
+
+def test_a_student_hears_the_teacher_move_ask_and_reveal_and_their_own_answer():
+    from tests.test_a11y import said
+
+    teacher, code = _teacher()
+    student = _student(code)
+    joined = said(student)["joined"][0]
+    assert joined.startswith("You joined live class ") and "the teacher is on slide 1 of" in joined
+    assert not said(student)["teacher"][2]  # where the teacher was on arrival is not news
+    _ask(teacher, "result_shape")
+    student.run()
+    k = teacher.session_state["wt_slide"]
+    # under the question, without the slide's title
+    assert re.fullmatch(rf"The teacher moved to slide {k} of \d+\.", said(student)["teacher"][0])
+    assert said(student)["question"][0].startswith("The teacher asks: ")
+    asked = said(teacher)["question"]
+    assert asked[0].startswith("Question asked: ")
+    _send(student, "result_shape", "(2, 3, 1)")
+    assert said(student)["mine"][0] == "Your answer (2, 3, 1) is recorded."
+    teacher.run()  # a student answered: the count moved, the teacher hears nothing new
+    assert said(teacher)["question"][1] == asked[1]
+    _click(teacher, "wt_reveal")
+    student.run()
+    assert said(student)["question"][0] == (
+        "The answer is revealed: (2, 5). You answered (2, 3, 1)."
+    )

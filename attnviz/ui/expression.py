@@ -262,7 +262,9 @@ def section(
     _show_verdict(s, expr)
     shape = f"shape {res['shape']}" if res["shape"] is not None else res["text"]
     reasons = s["verdict"]["reasons"]  # why it is right on this example only
-    _say(expr, f"Result: {shape}. {_headline(s['verdict'])}" + (f" {reasons[0]}" if reasons else ""))
+    _say(
+        expr, f"Result: {shape}. {_headline(s['verdict'])}" + (f" {reasons[0]}" if reasons else "")
+    )
     st.dataframe(pd.DataFrame(s["rows"]), width="stretch", hide_index=True)
     if s["preview"] is not None:
         value = np.asarray(s["preview"], dtype=np.float64)
