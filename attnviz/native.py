@@ -62,7 +62,7 @@ from torch import Tensor
 from attnviz.errors import AttnvizError
 
 SOURCE = Path(__file__).with_name("csrc") / "weighted_rows.c"
-ABI = 5  # weighted_rows_abi() in the source
+ABI = 6  # weighted_rows_abi() in the source
 FLAGS = ("-O3", "-std=c99", "-ffp-contract=fast", "-fopenmp", "-shared", "-fPIC")
 # tried first; dropped if the compiler refuses them. GCC's unroll-and-jam would turn the kernel's
 # eight rows per step into sixteen, more streams than the registers and prefetchers keep up with
@@ -77,6 +77,19 @@ MIN_NUMEL_PER_THREAD = 1 << 16
 MAX_UNIT_NUMEL = 1 << 22
 UNITS_PER_THREAD = 4
 MIN_PIECE_ROWS = 32
+# Where x sits decides how it is read (the kernel's and the read limit's ``mode``): a thread's
+# share of x up to L2_SHARE times its L2 is summed in tiles (the running sums in registers; from
+# L2 0.98-1.02 of a one-stream read, where stripes reached 0.80-0.85; still ahead at 2x L2),
+# larger shares in stripes (tiles fell to 0.59-0.72 from L3 and 0.41 from DRAM). Where x fits
+# in the last-level cache, one unit per thread: there more units cost more than the balance
+# they buy (measured at 2 threads: 0.74-0.80 of the read limit with 4 units a thread, 0.86-0.95
+# with one).
+# The read limit reads x in one stream where it fits in the last-level cache (3-8% faster
+# there) and in READ_STREAMS streams beyond (one stream was 15-30% slower from DRAM).
+STRIPES, TILES = 0, 1
+L2_SHARE = 2
+DEFAULT_L2_BYTES = 256 * 2**10  # where the machine does not say: the smallest L2 of a current CPU
+DEFAULT_LLC_BYTES = 8 * 2**20
 
 
 @dataclass(frozen=True)
@@ -181,7 +194,7 @@ def _load(path: Path) -> ctypes.CDLL:
         raise RuntimeError(f"{path} has interface {lib.weighted_rows_abi()}, expected {ABI}")
     fn = lib.weighted_rows_f32
     fn.restype = None
-    # x, w, out, partial, shape: {B, T, H, group, split, threads} (``_call_shape``)
+    # x, w, out, partial, shape: {B, T, H, group, split, threads, mode} (``_call_shape``)
     fn.argtypes = [ctypes.c_void_p] * 4 + [ctypes.POINTER(ctypes.c_long)]
     read = lib.read_floats
     read.restype = ctypes.c_double
@@ -190,7 +203,10 @@ def _load(path: Path) -> ctypes.CDLL:
         ctypes.c_long,
         ctypes.c_long,
         ctypes.c_int,
-    ]  # x, n, unit, threads
+        ctypes.c_int,
+    ]  # x, n, unit, threads, mode
+    lib.weighted_rows_tile.restype = ctypes.c_long
+    lib.weighted_rows_tile.argtypes = []
     return lib
 
 
@@ -306,7 +322,7 @@ def _plan(
     n = max(1, min(threads, b * t * h // min_numel))
     if n == 1 or b * t == 0 or h == 0:
         return 1, max(1, b), 1
-    want = UNITS_PER_THREAD * n
+    want = (1 if _in_llc(b * t * h) else UNITS_PER_THREAD) * n
     split = 1 if (b >= want or b % n == 0) else math.ceil(want / b)
     split = max(split, math.ceil(t * h / max_unit))
     split = max(1, min(split, t // min_rows))
@@ -317,12 +333,65 @@ def _plan(
     return min(n, units), group, split
 
 
+def cache_bytes(level: int) -> int | None:
+    """The size of this machine's level-``level`` data cache, per core for L1 and L2 (CPU 0's,
+    from Linux's sysfs), or None where the machine does not say."""
+    root = Path("/sys/devices/system/cpu/cpu0/cache")
+    try:
+        indexes = sorted(root.glob("index*"))
+    except OSError:
+        return None
+    for index in indexes:
+        try:
+            if int((index / "level").read_text()) != level:
+                continue
+            if (index / "type").read_text().strip() not in ("Data", "Unified"):
+                continue
+            text = (index / "size").read_text().strip().upper()
+            mult = {"K": 2**10, "M": 2**20, "G": 2**30}.get(text[-1:], 1)
+            return int(text.rstrip("KMG")) * mult
+        except (OSError, ValueError):
+            continue
+    return None
+
+
+@functools.cache
+def _caches() -> tuple[int, int]:
+    """(L2 bytes per core, last-level cache bytes), read once."""
+    l2 = cache_bytes(2) or DEFAULT_L2_BYTES
+    return l2, cache_bytes(3) or max(l2, DEFAULT_LLC_BYTES)
+
+
+def _in_l2(numel: int, threads: int) -> bool:
+    """x of numel float32 numbers, shared by threads, sits in their L2 (see L2_SHARE)."""
+    return numel * 4 <= L2_SHARE * _caches()[0] * threads
+
+
+def _in_llc(numel: int) -> bool:
+    """x of numel float32 numbers fits in the last-level cache."""
+    return numel * 4 <= _caches()[1]
+
+
+def mode(b: int, t: int, h: int, threads: int) -> int:
+    """How ``weighted_rows`` sums rows for x of (B, T, H) on ``threads``: TILES where each
+    thread's share sits in its L2 and H holds at least one tile, else STRIPES (see L2_SHARE)."""
+    n = plan(b, t, h, threads)[0]
+    tile = _tile()
+    return TILES if tile and h >= tile and _in_l2(b * t * h, n) else STRIPES
+
+
+def _tile() -> int:
+    """Columns of the kernel's tiles (0 where the kernel is not built)."""
+    lib = _build()[1]
+    return int(lib.weighted_rows_tile()) if lib is not None else 0
+
+
 @functools.lru_cache(maxsize=256)
 def _call_shape(b: int, t: int, h: int, threads: int, *limits: int) -> tuple[ctypes.Array, int]:
-    """The kernel's shape argument {B, T, H, group, split, threads} as a C array, made once per
-    shape, thread count and plan limits (the kernel only reads it), and the split."""
+    """The kernel's shape argument {B, T, H, group, split, threads, mode} as a C array, made once
+    per shape, thread count and plan limits (the kernel only reads it), and the split."""
     n, group, split = _plan(b, t, h, threads, *limits)
-    return (ctypes.c_long * 6)(b, t, h, group, split, n), split
+    return (ctypes.c_long * 7)(b, t, h, group, split, n, mode(b, t, h, threads)), split
 
 
 def weighted_rows(x: Tensor, w: Tensor, *, threads: int | None = None) -> Tensor:
@@ -399,8 +468,16 @@ def _read_plan(n: int, threads: int, min_numel: int, max_unit: int, per_thread: 
     used = max(1, min(threads, n // min_numel))
     if used == 1:
         return 1, max(1, n)
+    if _in_llc(n):
+        per_thread = 1
     unit = min(max_unit, math.ceil(n / (per_thread * used)))
     return min(used, math.ceil(n / unit)), unit
+
+
+def read_mode(n: int) -> int:
+    """How ``read_sum`` reads n float32 numbers: in one stream (TILES) where they fit in the
+    last-level cache, in streams side by side (STRIPES) beyond."""
+    return TILES if _in_llc(n) else STRIPES
 
 
 def read_sum(x: Tensor, *, threads: int | None = None) -> float:
@@ -424,4 +501,4 @@ def read_sum(x: Tensor, *, threads: int | None = None) -> float:
         raise RuntimeError(f"the C kernel is not available: {built.detail}")
     numel = x.numel()
     n, unit = _read_plan(numel, threads or torch.get_num_threads(), *_read_limits())
-    return lib.read_floats(x.data_ptr(), numel, unit, n)  # a float: restype is c_double
+    return lib.read_floats(x.data_ptr(), numel, unit, n, read_mode(numel))  # c_double: a float

@@ -123,8 +123,10 @@ def test_bytes_and_bandwidth_are_consistent(tiny_records):
         assert r.ratio_to_floor > 0  # paired per round: near, not equal to, gbps / floor.gbps
 
 
-def test_inputs_that_fit_in_cache_are_rotated(tiny_records):
-    assert all(r.n_input_sets > 1 and r.notes["fits_in_cache"] for r in tiny_records)
+def test_inputs_are_read_where_they_sit_unless_rotation_is_asked_for(tiny_records):
+    assert all(r.n_input_sets == 1 and r.notes["fits_in_cache"] for r in tiny_records)
+    cold = measure((2, 3, 5), methods=["bmm"], rounds=2, min_block_s=0.001, max_input_sets=32)
+    assert all(r.n_input_sets == 32 for r in cold)  # 2 x the cache holds far more than 32
 
 
 def test_naive_extra_memory_is_the_full_temporary():

@@ -33,6 +33,8 @@ SHAPES = [
     (7, 61, 61),
     (2, 45, 2050),
     (1, 4099, 3),
+    (3, 50, 700),  # two tiles of 256 columns and 188 more
+    (1, 300, 256),  # exactly one tile
 ]
 
 
@@ -55,10 +57,20 @@ def fine_grained(monkeypatch):
     monkeypatch.setattr(native, "MIN_PIECE_ROWS", 2)
 
 
+@pytest.fixture(params=["stripes", "tiles"])
+def summed_in(request, monkeypatch):
+    """Each way the kernel sums rows (``native.mode`` picks one by where x sits), forced."""
+    kind = {"stripes": native.STRIPES, "tiles": native.TILES}[request.param]
+    monkeypatch.setattr(native, "mode", lambda *shape: kind)
+    native._call_shape.cache_clear()  # its arrays hold the mode
+    yield kind
+    native._call_shape.cache_clear()
+
+
 @needs_kernel
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("threads", [1, 2, 3])
-def test_kernel_matches_float64_reference(shape, threads, fine_grained):
+def test_kernel_matches_float64_reference(shape, threads, fine_grained, summed_in):
     x, w = random_inputs(*shape, seed=sum(shape) + threads)
     got = native.weighted_rows(x, w, threads=threads)
     assert got.shape == (shape[0], shape[2]) and got.dtype == torch.float32
@@ -365,3 +377,25 @@ def test_the_kernels_output_is_float32_whatever_the_default_dtype(default):
         torch.set_default_dtype(before)
     assert out.dtype == torch.float32
     assert_close(out, expected(x, w), rtol=1e-5, atol=1e-4)
+
+
+@needs_kernel
+def test_rows_are_summed_in_tiles_in_l2_and_in_stripes_beyond(monkeypatch):
+    monkeypatch.setattr(native, "_caches", lambda: (2**20, 32 * 2**20))  # 1 MiB L2, 32 MiB L3
+    tile = native._tile()
+    assert tile >= 64
+    assert native.mode(4, 64, 1024, 1) == native.TILES  # 1 MiB, one thread
+    assert native.mode(4, 64, 1024, 2) == native.TILES
+    assert native.mode(48, 512, 1024, 2) == native.STRIPES  # 96 MiB
+    assert native.mode(64, 64, tile - 1, 1) == native.STRIPES  # no whole tile in a row
+    assert native.read_mode(2**18) == native.TILES  # in the last-level cache: one stream
+    assert native.read_mode(2**24) == native.STRIPES  # 64 MiB: streams side by side
+
+
+@needs_kernel
+@pytest.mark.parametrize("n", [1, 15, 16, 255, 256, 257, 5000, 70_001])
+def test_both_ways_of_reading_sum_every_number_once(n, monkeypatch):
+    x = torch.arange(n, dtype=torch.float32) % 7  # exact in float32 and in the double result
+    for kind in (native.STRIPES, native.TILES):
+        monkeypatch.setattr(native, "read_mode", lambda n, kind=kind: kind)
+        assert native.read_sum(x) == float(x.double().sum())

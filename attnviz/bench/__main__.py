@@ -56,6 +56,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--min-block-s", type=float, default=0.02, help="seconds per timed block")
     p.add_argument("--memory", action="store_true", help="also measure peak extra memory")
+    p.add_argument(
+        "--cold",
+        action="store_true",
+        help="rotate among input sets up to twice the last-level cache, so that no call finds "
+        "the last call's bytes in cache (default: the same inputs every call, timed where they "
+        "sit: L2, the last-level cache or memory)",
+    )
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
     p.add_argument("--json", action="store_true", help="one JSON object per measurement per line")
     p.add_argument("--list-devices", action="store_true", help="list devices and exit")
@@ -113,6 +120,7 @@ def main(argv: list[str] | None = None) -> int:
                 min_block_s=args.min_block_s,
                 memory=args.memory,
                 progress=emit,
+                max_input_sets=32 if args.cold else 1,
             )
             records.extend(recs)
             if not args.json:

@@ -18,8 +18,11 @@
 - No method can read faster than the machine reads: a method whose paired ratio exceeds 1 by more
   than the ratio's own interquartile range is flagged (``notes["above_floor"]``, ``above_floor``),
   and the CLI says so loudly: then the floor is wrong, not the method.
-- When one input set fits in the last-level cache, the statement rotates among several input sets
-  (``n_input_sets``) so that a later call does not find the previous call's bytes in cache.
+- Every call reads the same inputs by default, so a size that fits in a cache is timed where it
+  sits (the regimes the sweep shades: L2, the last-level cache, memory), as a tensor reused in a
+  loop would be. ``max_input_sets`` > 1 (the CLI's ``--cold``) rotates among several input sets
+  up to twice the last-level cache instead, so that a later call does not find the previous
+  call's bytes there (``n_input_sets``).
 - Host->device transfer (``transfer_s``) is timed once and never counted as compute.
 """
 
@@ -378,7 +381,7 @@ def measure(
     seed: int = 0,
     memory: bool = False,
     copy: bool | None = None,
-    max_input_sets: int = 32,
+    max_input_sets: int = 1,
 ) -> list[Measurement]:
     """Time ``methods`` and the floor on x (B, T, H) = ``shape`` side by side in one run.
 
@@ -394,8 +397,8 @@ def measure(
         copy = device.type == "cuda"
     env = environment(device)
 
-    # inputs: the first set made on the host and moved (transfer timed), more sets when it fits
-    # in cache, so rotating among them reads from memory rather than from cache
+    # inputs: the first set made on the host and moved (transfer timed); with max_input_sets > 1,
+    # more sets when it fits in cache, so rotating among them reads from memory, not from cache
     host = make_inputs(shape, dtype, seed=seed)
     (x0, w0), transfer_s = move(host, device)
     one_set = input_bytes(shape, dtype)
@@ -526,9 +529,9 @@ def measure(
                     "floor": paths[FLOOR],
                     **({"cpu_kernel": env["cpu_kernel"]} if "cpu_kernel" in env else {}),
                     "cache_bytes": cache_bytes(device),
-                    # one input set fits in the last-level cache: even rotating among sets,
-                    # part of it stays there (victim caches, per-core L2), so the floor is not
-                    # a memory floor at this size
+                    # one input set fits in the last-level cache: the calls read it from
+                    # there (even rotating among sets, part of it stays: victim caches,
+                    # per-core L2), so the floor is not a memory floor at this size
                     "fits_in_cache": one_set <= cache_bytes(device),
                     "rotated_bytes": n_sets * one_set,
                     **(

@@ -134,8 +134,10 @@ def sweep(
     memory: bool = True,
     max_input_bytes: int | None = None,
     progress: Callable[[Measurement], None] | None = None,
+    max_input_sets: int = 1,
 ) -> list[Measurement]:
-    """Measure ``methods`` (+ floor) at every size on every device; a flat list of records.
+    """Measure ``methods`` (+ floor) at every size on every device; a flat list of records
+    (``max_input_sets``: see ``measure``; 1, the default, reads each size where it sits).
 
     sizes defaults to the ladder up to what each device's free memory allows (``max_bytes``);
     a given size that does not fit is refused with AttnvizError before anything is allocated.
@@ -165,6 +167,7 @@ def sweep(
                 rounds=rounds,
                 min_block_s=min_block_s,
                 memory=memory,
+                max_input_sets=max_input_sets,
             ):
                 records.append(rec)
                 if progress is not None:

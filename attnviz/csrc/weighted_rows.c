@@ -13,17 +13,35 @@
  * Built with -fopenmp in a process where PyTorch has already loaded its libgomp.so.1, the loader
  * reuses that library, so these loops run on PyTorch's own (already warm) OpenMP threads.
  *
- * The inner loop reads eight rows at a time, one from each of eight stripes of the rows (see
- * sum_rows; one load and one store of the running sums per eight rows read; two sums of four
- * products, so the adds form no long chain) over a block of at most BLOCK_H numbers of a row, so
- * the running sums stay in the L1 cache while x streams past once. Nothing else is read or written. Plain C99: the compiler
- * vectorizes the inner loops (-O3 -march=native); there is no -ffast-math, so NaN and inf
- * propagate as they do in PyTorch.
+ * Two ways to sum a sentence's rows, chosen per call by the caller (shape[6], ``plan`` in
+ * attnviz/native.py), because each is the faster one where the other is slow:
+ *   mode 0, stripes (sum_rows): eight rows at a time, one from each of eight stripes of the
+ *     rows, into running sums in L1 (one load and one store of them per eight rows read): x is
+ *     read as eight long sequential streams, which keeps memory busy once x comes from DRAM;
+ *   mode 1, tiles (sum_rows_tiled): TILE columns at a time, the running sums in registers, every
+ *     row of the sentence in turn: nothing but x is loaded, the fastest from L2, and no use
+ *     beyond it (a row's TILE columns are a short run the prefetchers do not follow).
+ * Nothing else is read or written. Plain C99 with GCC/Clang vector types: the compiler
+ * vectorizes the loops (-O3 -march=native); there is no -ffast-math, so NaN and inf propagate as
+ * they do in PyTorch.
  */
 #ifndef BLOCK_H
 #define BLOCK_H 2048 /* 8 KiB of running sums */
 #endif
 #define SUM_COLUMNS 256 /* columns per unit when the pieces of a split sentence are added */
+
+/* 16 floats as one value (GCC and Clang lower it to the widest vectors the CPU has: one AVX-512
+ * register, two AVX ones, four SSE or NEON ones); aligned(4) and may_alias: it reads any float */
+typedef float vec16 __attribute__((vector_size(64), aligned(4), may_alias));
+
+/* vec16 running sums per tile: as many as the registers hold with room to spare (32 vector
+ * registers with AVX-512; 16 with AVX or SSE, where a vec16 takes two or four of them) */
+#ifdef __AVX512F__
+#define TILE_VECS 16
+#else
+#define TILE_VECS 4
+#endif
+#define TILE (16 * TILE_VECS) /* columns per tile */
 
 /* s[0:h] = sum over t < rows of w[t] * x[t*h : t*h + h]
  *
@@ -68,12 +86,48 @@ static void sum_rows(const float *restrict x, const float *restrict w, float *re
     }
 }
 
-/* shape = {B, T, H, group, split, threads}: one array, so that a call from Python converts five
- * arguments, not ten (each costs ~0.1 us, against ~10 us for a call on 1 MiB in L2) */
+/* s[0:h] = sum over t < rows of w[t] * x[t*h : t*h + h], TILE columns at a time with the sums
+ * in registers (mode 1; the columns past the last whole tile row by row, as in sum_rows' tail).
+ * Measured on one thread in L2: 0.98-1.02 of a one-stream read, against 0.80-0.85 for sum_rows,
+ * whose running sums cost a load and a store per eight rows; from L3 0.59-0.72 and from DRAM
+ * 0.41 (the rows' short runs), where sum_rows is the one to use. */
+static void sum_rows_tiled(const float *restrict x, const float *restrict w, float *restrict s,
+                           long rows, long h) {
+    long j0 = 0;
+    for (; j0 + TILE <= h; j0 += TILE) {
+        vec16 a[TILE_VECS];
+        for (int k = 0; k < TILE_VECS; k++) a[k] = (vec16){0};
+        const float *p = x + j0;
+        for (long t = 0; t < rows; t++, p += h) {
+            const float u = w[t];
+            for (int k = 0; k < TILE_VECS; k++) a[k] += u * *(const vec16 *)(p + 16 * k);
+        }
+        for (int k = 0; k < TILE_VECS; k++) *(vec16 *)(s + j0 + 16 * k) = a[k];
+    }
+    if (j0 < h) {
+        float *restrict acc = s + j0;
+        const long n = h - j0;
+        for (long j = 0; j < n; j++) acc[j] = 0.0f;
+        for (long t = 0; t < rows; t++) {
+            const float *restrict r = x + t * h + j0;
+            const float u = w[t];
+            for (long j = 0; j < n; j++) acc[j] += u * r[j];
+        }
+    }
+}
+
+/* The number of columns of a tile (attnviz/native.py plans tiles only where H has at least one). */
+long weighted_rows_tile(void) { return TILE; }
+
+/* shape = {B, T, H, group, split, threads, mode}: one array, so that a call from Python
+ * converts five arguments, not eleven (each costs ~0.1 us, against ~10 us for a call on 1 MiB
+ * in L2); mode 0 sums rows in stripes (sum_rows), 1 in tiles (sum_rows_tiled) */
 void weighted_rows_f32(const float *x, const float *w, float *out, float *partial,
                        const long *shape) {
     const long b = shape[0], t = shape[1], h = shape[2], group = shape[3], split = shape[4];
     const int threads = (int)shape[5];
+    void (*const sum)(const float *restrict, const float *restrict, float *restrict, long, long) =
+        shape[6] == 1 ? sum_rows_tiled : sum_rows;
     if (b <= 0 || h <= 0 || group <= 0 || split <= 0 || threads <= 0) return;
     if (t <= 0) {
         for (long i = 0; i < b * h; i++) out[i] = 0.0f;
@@ -85,7 +139,7 @@ void weighted_rows_f32(const float *x, const float *w, float *out, float *partia
         for (long u = 0; u < n_units; u++) {
             const long end = (u + 1) * group < b ? (u + 1) * group : b;
             for (long s = u * group; s < end; s++)
-                sum_rows(x + s * t * h, w + s * t, out + s * h, t, h);
+                sum(x + s * t * h, w + s * t, out + s * h, t, h);
         }
         return;
     }
@@ -98,7 +152,7 @@ void weighted_rows_f32(const float *x, const float *w, float *out, float *partia
             const long lo = k * t_per, hi = (lo + t_per < t) ? lo + t_per : t;
             float *dst = partial + u * h; /* partial[s, k, :] */
             if (lo < hi)
-                sum_rows(x + (s * t + lo) * h, w + s * t + lo, dst, hi - lo, h);
+                sum(x + (s * t + lo) * h, w + s * t + lo, dst, hi - lo, h);
             else
                 for (long j = 0; j < h; j++) dst[j] = 0.0f; /* an empty last piece */
         }
@@ -121,20 +175,21 @@ void weighted_rows_f32(const float *x, const float *w, float *out, float *partia
 
 /* The machine's read limit, built and threaded like the kernel above: the sum of n numbers of x.
  *
- * READ_STREAMS parts of a unit are read side by side, as the kernel reads its rows side by side
- * (one stream alone leaves memory idle between the prefetcher's requests: measured, a single
- * stream read 15-30% slower than the kernel from DRAM), each into a 16-float vector of running
- * sums of its own (GCC/Clang vector types): each add waits on none of the adds just before it,
- * so the loop is bound by how fast the bytes arrive, not by the latency of a chain of adds.
- * Units of `unit` numbers go to the threads as they come free, as in weighted_rows_f32. The
- * result (a double, summed over units in order of completion) is returned so that the compiler
- * cannot drop the reads; its last bits are not meant to be compared.
+ * Two ways, each the faster where the other is slower (mode, chosen by the caller as for the
+ * kernel: ``read_plan`` in attnviz/native.py):
+ *   mode 0 (read_block): READ_STREAMS parts of a unit side by side, as the kernel's stripes read
+ *     rows (one stream alone leaves memory idle between the prefetcher's requests: measured, a
+ *     single stream read 15-30% slower than the kernel from DRAM);
+ *   mode 1 (read_run): one stream, TILE numbers a step, as the kernel's tiles read a row: from
+ *     the caches 3-8% faster than mode 0 (measured at 256 KiB-16 MiB on one thread).
+ * Each into vectors of running sums of their own (GCC/Clang vector types): each add waits on
+ * none of the adds just before it, so the loop is bound by how fast the bytes arrive, not by the
+ * latency of a chain of adds. Units of `unit` numbers go to the threads as they come free, as
+ * in weighted_rows_f32. The result (a double, summed over units in order of completion) is
+ * returned so that the compiler cannot drop the reads; its last bits are not meant to be
+ * compared.
  */
 #define READ_STREAMS 8
-/* 16 floats as one value (GCC and Clang lower it to the widest vectors the CPU has: one AVX-512
- * register, two AVX ones, four SSE or NEON ones); aligned(4) and may_alias: it reads any float */
-typedef float vec16 __attribute__((vector_size(64), aligned(4), may_alias));
-
 static double read_block(const float *restrict x, long n) {
     const long len = n / (READ_STREAMS * 16) * 16; /* numbers per stream */
     vec16 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, a4 = {0}, a5 = {0}, a6 = {0}, a7 = {0};
@@ -156,18 +211,32 @@ static double read_block(const float *restrict x, long n) {
     return s;
 }
 
-double read_floats(const float *x, long n, long unit, int threads) {
+static double read_run(const float *restrict x, long n) {
+    vec16 a[TILE_VECS];
+    for (int k = 0; k < TILE_VECS; k++) a[k] = (vec16){0};
+    long i = 0;
+    for (; i + TILE <= n; i += TILE)
+        for (int k = 0; k < TILE_VECS; k++) a[k] += *(const vec16 *)(x + i + 16 * k);
+    double s = 0.0;
+    for (; i < n; i++) s += x[i];
+    for (int k = 1; k < TILE_VECS; k++) a[0] += a[k];
+    for (int j = 0; j < 16; j++) s += a[0][j];
+    return s;
+}
+
+double read_floats(const float *x, long n, long unit, int threads, int mode) {
     if (n <= 0 || unit <= 0 || threads <= 0) return 0.0;
+    double (*const read)(const float *restrict, long) = mode == 1 ? read_run : read_block;
     const long n_units = (n + unit - 1) / unit;
     double total = 0.0;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1) \
     reduction(+ : total)
     for (long u = 0; u < n_units; u++) {
         const long lo = u * unit, len = (n - lo < unit) ? n - lo : unit;
-        total += read_block(x + lo, len);
+        total += read(x + lo, len);
     }
     return total;
 }
 
 /* The version of this interface, checked on load: bump it when a signature changes. */
-int weighted_rows_abi(void) { return 5; }
+int weighted_rows_abi(void) { return 6; }
