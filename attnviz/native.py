@@ -322,7 +322,15 @@ def _plan(
     n = max(1, min(threads, b * t * h // min_numel))
     if n == 1 or b * t == 0 or h == 0:
         return 1, max(1, b), 1
-    want = (1 if _in_llc(b * t * h) else UNITS_PER_THREAD) * n
+    if _in_llc(b * t * h):  # one equal unit per thread (or B * split of them, shared evenly)
+        g = math.gcd(b, n)
+        split = max(1, min(n // g, t // min_rows))
+        group = 1
+        if split == 1:  # B a multiple of n, or rows too few to cut: small units then balance
+            group = b // n if b % n == 0 else max(1, b // (UNITS_PER_THREAD * n))
+        units = math.ceil(b / group) if split == 1 else b * split
+        return min(n, units), group, split
+    want = UNITS_PER_THREAD * n
     split = 1 if (b >= want or b % n == 0) else math.ceil(want / b)
     split = max(split, math.ceil(t * h / max_unit))
     split = max(1, min(split, t // min_rows))
@@ -374,10 +382,22 @@ def _in_llc(numel: int) -> bool:
 
 def mode(b: int, t: int, h: int, threads: int) -> int:
     """How ``weighted_rows`` sums rows for x of (B, T, H) on ``threads``: TILES where each
-    thread's share sits in its L2 and H holds at least one tile, else STRIPES (see L2_SHARE)."""
+    thread's share sits in its L2 and each thread can have whole tiles of columns of its own
+    (``tile_plan``), else STRIPES (see L2_SHARE)."""
     n = plan(b, t, h, threads)[0]
     tile = _tile()
-    return TILES if tile and h >= tile and _in_l2(b * t * h, n) else STRIPES
+    if not tile or not _in_l2(b * t * h, n):
+        return STRIPES
+    return TILES if tile_plan(b, n)[1] <= h // tile else STRIPES
+
+
+def tile_plan(b: int, threads: int) -> tuple[int, int]:
+    """(group, chunks) in TILES mode: units of ``group`` sentences times one of ``chunks`` chunks
+    of a sentence's columns, exactly one unit per thread (units = gcd(B, n) * n / gcd(B, n)):
+    B = 1 on 2 threads is one sentence cut in two by its columns, B = 3 on 2 threads the three
+    sentences' first and second halves."""
+    g = math.gcd(b, threads)
+    return b // g, threads // g
 
 
 def _tile() -> int:
@@ -389,9 +409,15 @@ def _tile() -> int:
 @functools.lru_cache(maxsize=256)
 def _call_shape(b: int, t: int, h: int, threads: int, *limits: int) -> tuple[ctypes.Array, int]:
     """The kernel's shape argument {B, T, H, group, split, threads, mode} as a C array, made once
-    per shape, thread count and plan limits (the kernel only reads it), and the split."""
+    per shape, thread count and plan limits (the kernel only reads it), and how many partial
+    sums per sentence it needs (the rows' split in STRIPES mode, none in TILES mode)."""
     n, group, split = _plan(b, t, h, threads, *limits)
-    return (ctypes.c_long * 7)(b, t, h, group, split, n, mode(b, t, h, threads)), split
+    kind = mode(b, t, h, threads)
+    if kind == TILES:
+        (group, split), rows_split = tile_plan(b, n), 1  # columns cut: no partial sums
+    else:
+        rows_split = split
+    return (ctypes.c_long * 7)(b, t, h, group, split, n, kind), rows_split
 
 
 def weighted_rows(x: Tensor, w: Tensor, *, threads: int | None = None) -> Tensor:

@@ -86,15 +86,15 @@ static void sum_rows(const float *restrict x, const float *restrict w, float *re
     }
 }
 
-/* s[0:h] = sum over t < rows of w[t] * x[t*h : t*h + h], TILE columns at a time with the sums
- * in registers (mode 1; the columns past the last whole tile row by row, as in sum_rows' tail).
- * Measured on one thread in L2: 0.98-1.02 of a one-stream read, against 0.80-0.85 for sum_rows,
- * whose running sums cost a load and a store per eight rows; from L3 0.59-0.72 and from DRAM
- * 0.41 (the rows' short runs), where sum_rows is the one to use. */
+/* s[0:cols] = sum over t < rows of w[t] * x[t*h : t*h + cols] (rows h numbers apart), TILE
+ * columns at a time with the sums in registers (mode 1; the columns past the last whole tile row
+ * by row, as in sum_rows' tail). Measured on one thread in L2: 0.98-1.02 of a one-stream read,
+ * against 0.80-0.85 for sum_rows, whose running sums cost a load and a store per eight rows;
+ * from L3 0.59-0.72 and from DRAM 0.41 (the rows' short runs), where sum_rows is the one to use. */
 static void sum_rows_tiled(const float *restrict x, const float *restrict w, float *restrict s,
-                           long rows, long h) {
+                           long rows, long h, long cols) {
     long j0 = 0;
-    for (; j0 + TILE <= h; j0 += TILE) {
+    for (; j0 + TILE <= cols; j0 += TILE) {
         vec16 a[TILE_VECS];
         for (int k = 0; k < TILE_VECS; k++) a[k] = (vec16){0};
         const float *p = x + j0;
@@ -104,9 +104,9 @@ static void sum_rows_tiled(const float *restrict x, const float *restrict w, flo
         }
         for (int k = 0; k < TILE_VECS; k++) *(vec16 *)(s + j0 + 16 * k) = a[k];
     }
-    if (j0 < h) {
+    if (j0 < cols) {
         float *restrict acc = s + j0;
-        const long n = h - j0;
+        const long n = cols - j0;
         for (long j = 0; j < n; j++) acc[j] = 0.0f;
         for (long t = 0; t < rows; t++) {
             const float *restrict r = x + t * h + j0;
@@ -121,16 +121,32 @@ long weighted_rows_tile(void) { return TILE; }
 
 /* shape = {B, T, H, group, split, threads, mode}: one array, so that a call from Python
  * converts five arguments, not eleven (each costs ~0.1 us, against ~10 us for a call on 1 MiB
- * in L2); mode 0 sums rows in stripes (sum_rows), 1 in tiles (sum_rows_tiled) */
+ * in L2).
+ *   mode 0 (stripes, sum_rows): as described at the top; `split` cuts a sentence's rows.
+ *   mode 1 (tiles, sum_rows_tiled): a unit is `group` sentences times one of `split` chunks of
+ *     whole tiles of columns (the last chunk takes the columns past them): the threads share a
+ *     sentence by its columns, so there are no partial sums to add (partial is not used). */
 void weighted_rows_f32(const float *x, const float *w, float *out, float *partial,
                        const long *shape) {
     const long b = shape[0], t = shape[1], h = shape[2], group = shape[3], split = shape[4];
     const int threads = (int)shape[5];
-    void (*const sum)(const float *restrict, const float *restrict, float *restrict, long, long) =
-        shape[6] == 1 ? sum_rows_tiled : sum_rows;
     if (b <= 0 || h <= 0 || group <= 0 || split <= 0 || threads <= 0) return;
     if (t <= 0) {
         for (long i = 0; i < b * h; i++) out[i] = 0.0f;
+        return;
+    }
+    if (shape[6] == 1) {
+        const long per = (h / TILE + split - 1) / split * TILE; /* columns per chunk */
+        const long n_units = (b + group - 1) / group * split;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1)
+        for (long u = 0; u < n_units; u++) {
+            const long g = u / split, k = u % split;
+            const long c0 = k * per < h ? k * per : h;
+            const long c1 = (k == split - 1 || c0 + per > h) ? h : c0 + per;
+            const long end = (g + 1) * group < b ? (g + 1) * group : b;
+            for (long s = g * group; s < end && c0 < c1; s++)
+                sum_rows_tiled(x + s * t * h + c0, w + s * t, out + s * h + c0, t, h, c1 - c0);
+        }
         return;
     }
     if (split == 1) {
@@ -139,7 +155,7 @@ void weighted_rows_f32(const float *x, const float *w, float *out, float *partia
         for (long u = 0; u < n_units; u++) {
             const long end = (u + 1) * group < b ? (u + 1) * group : b;
             for (long s = u * group; s < end; s++)
-                sum(x + s * t * h, w + s * t, out + s * h, t, h);
+                sum_rows(x + s * t * h, w + s * t, out + s * h, t, h);
         }
         return;
     }
@@ -152,7 +168,7 @@ void weighted_rows_f32(const float *x, const float *w, float *out, float *partia
             const long lo = k * t_per, hi = (lo + t_per < t) ? lo + t_per : t;
             float *dst = partial + u * h; /* partial[s, k, :] */
             if (lo < hi)
-                sum(x + (s * t + lo) * h, w + s * t + lo, dst, hi - lo, h);
+                sum_rows(x + (s * t + lo) * h, w + s * t + lo, dst, hi - lo, h);
             else
                 for (long j = 0; j < h; j++) dst[j] = 0.0f; /* an empty last piece */
         }
