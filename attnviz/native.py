@@ -6,15 +6,18 @@ Why a C kernel: on the CPU the operation is bound by memory bandwidth, so the fa
 the one that streams x past the cores as fast as the machine can read it. The library kernels we
 measured don't: ``torch.bmm`` (MKL) reaches about 55-75% of a plain read on our AMD EPYC, the
 embedding-bag row sum 80-90%, OpenBLAS's gemv through NumPy ran near it only with its own spinning
-threads, which then slowed every torch call after it. The loop in ``csrc/weighted_rows.c`` is a
-streaming row sum with eight rows per step and the running sums in L1, threads taking units of
-work as they come free.
+threads, which then slowed every torch call after it. ``csrc/weighted_rows.c`` sums rows in one
+of two ways, picked by where x sits (``mode``): where a thread's share fits in its L2, in tiles of
+256 columns with the running sums in registers, the threads sharing a sentence by its columns;
+beyond, in eight stripes of rows read side by side (eight long streams, which keep memory busy)
+into running sums in L1, threads taking units of work as they come free.
 
 The same library holds the read limit (``read_sum``): a plain read of x in C, built with the same
-flags, run on the same threads and cut the same way, reading eight streams side by side into
-independent vector sums, so that it is bound by memory and not by a chain of adds.
-``attnviz.bench`` times it as the floor that every method is compared with. (``x.sum()`` is no floor: on an Intel Xeon we measured bmm and the
-kernel 20% faster than it.)
+flags, run on the same threads and cut the same way, into independent vector sums, so that it is
+bound by memory and not by a chain of adds: in one stream where x fits in the last-level cache,
+in eight side by side beyond (``read_mode``: each is the faster there). ``attnviz.bench`` times
+it as the floor that every method is compared with. (``x.sum()`` is no floor: on an Intel Xeon we
+measured bmm and the kernel 20% faster than it.)
 
 - Build: ``cc -O3 -march=native -std=c99 -fopenmp -shared -fPIC`` (``$CC`` if set, else cc, gcc
   or clang), about 0.2 s, once per machine: the library is cached under ``$ATTNVIZ_CACHE_DIR`` or

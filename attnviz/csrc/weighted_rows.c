@@ -6,7 +6,8 @@
  *     out[b, :] = sum over t of w[b, t] * x[b, t, :]
  *
  * The work is cut into units that OpenMP threads take one at a time (schedule(dynamic)), so a
- * thread that starts late or shares its core with another program simply takes fewer units:
+ * thread that starts late or shares its core with another program simply takes fewer units
+ * (in stripes; in tiles see weighted_rows_f32):
  *   split == 1: a unit is `group` whole sentences, each written to out[b, :];
  *   split > 1:  a unit is one of `split` pieces of a sentence's rows, written to
  *               partial[b, k, :] ((B, split, H)); a second loop adds the pieces into out.
