@@ -234,9 +234,13 @@ A11Y_SCRIPT = """
   let lastIndex = -1;
   let lost = false;
   let stoppedAt = 0;
-  let pointed = false;  // a mouse or a finger pressed since the last key: a hand on the page
+  // a mouse or a finger pressed since the last key pressed on a control: a hand on the page (a
+  // key pressed on the page's body, a clicker's, leaves it so: focus was not on a control)
+  let pointed = false;
   doc.addEventListener("pointerdown", () => { pointed = true; }, true);
-  doc.addEventListener("keydown", () => { pointed = false; }, true);
+  doc.addEventListener("keydown", () => {
+    if (doc.activeElement && doc.activeElement !== doc.body) pointed = false;
+  }, true);
   doc.addEventListener("focusin", (ev) => {
     if (ev.target === doc.body) return;
     last = ev.target;
