@@ -86,8 +86,19 @@ def pytest_xdist_auto_num_workers(config):
 # modules run test by test across the workers: their tests start what they need themselves
 SPREAD = {"test_lessons.py", "test_live_browser.py"}
 # modules that run in another module's group, on its worker, to share its session-scoped server:
-# the class server (2 replicas behind HAProxy, ~20 CPU-s and ~30 s to start) of test_serving
-SHARED = {"test_serving_browser.py": "test_serving.py", "test_serving_live.py": "test_serving.py"}
+# the class server (2 replicas behind HAProxy, ~20 CPU-s and ~30 s to start) of test_serving, and
+# the plain app_server (~5 CPU-s to start and run a first page), in two groups of about a sixth
+# of the suite's CPU time each: test_browser's, and test_live_browser's slide tests'
+SHARED = {
+    "test_serving_browser.py": "test_serving.py",
+    "test_serving_live.py": "test_serving.py",
+    "test_learn_browser.py": "test_browser.py",
+    "test_expression_browser.py": "test_browser.py",
+    "test_pages_browser.py": "test_browser.py",
+    "test_live_screen_browser.py": "test_live_browser.py",
+    "test_stclient.py": "test_live_browser.py",
+    "test_lighthouse_browser.py": "test_live_browser.py",
+}
 # modules whose shared server and browser are worth starting twice, once on each of two workers
 # (none now: test_browser's tests reuse one tab, so a second server's cold start and first
 # session cost more than the half of the module it would take over)
@@ -144,10 +155,13 @@ NAMED_GROUPS = {
     "test_hostile.py",
     "test_stclient.py",
     "test_grade_class.py",  # one grading server and 40 notebooks (~15 CPU-s), graded once
-    # each starts one server and one browser (or one worker, one training) for its module
+    # each starts one browser (or one worker, one training) for its module; the server is
+    # conftest's app_server, in test_browser's or test_live_browser's group: see SHARED
     "test_pages_browser.py",
     "test_expression_browser.py",
     "test_learn_browser.py",
+    "test_live_screen_browser.py",
+    "test_lighthouse_browser.py",
     "test_learn_page.py",
     "test_pooling_worker.py",
     "test_pooling_train.py",
@@ -178,6 +192,23 @@ def _name_the_groups(config, items) -> None:
             item._id = NodeId.parse(nodeid)
         else:
             item._nodeid = nodeid
+
+
+@pytest.fixture(scope="session")
+def app_server(tmp_path_factory):
+    """A plain `streamlit run app.py` (scripts/streamlit_server.py) with its own class store folder,
+    started once per test process for the modules that only open pages on it (test_browser and
+    the modules that use its helpers, test_pages_browser, test_stclient, test_lighthouse_browser,
+    test_live_browser's slide tests, test_live_screen_browser): each page opened is a new session,
+    built from its link alone. Modules that restart their server, read its log or need another
+    setting start their own. A server's start and first run cost ~5 CPU-s; SHARED puts the
+    modules that use this one on one worker so it starts once there."""
+    from scripts import streamlit_server
+
+    folder = tmp_path_factory.mktemp("app_server")
+    env = {"ATTNVIZ_DATA_DIR": str(folder / "data"), "ATTNVIZ_CLASS_STORE": ""}
+    with streamlit_server.serve(env=env, log_path=folder / "streamlit.log") as server:
+        yield server
 
 
 @pytest.fixture(scope="session")

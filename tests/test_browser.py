@@ -1,18 +1,14 @@
-"""The app in a real browser: `streamlit run app.py` on a free loopback port, driven with Debian's
-chromium through Playwright. Screenshots go to artifacts/screenshots/ (gitignored).
+"""The app in a real browser: `streamlit run app.py` on a free loopback port (conftest's
+app_server), driven with Debian's chromium through Playwright. Screenshots go to
+artifacts/screenshots/ (gitignored).
 
 Skips with the reason where /usr/bin/chromium or playwright is missing (`.ci/run` installs chromium).
 """
 
 from __future__ import annotations
 
-import os
 import re
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import numpy as np
@@ -33,50 +29,14 @@ PROJECTOR = {"width": 1920, "height": 1080}
 WAIT_MS = 60_000
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
-def server():
-    """The app served on a free loopback port; stopped at the end."""
+def server(request):
+    """The app's url (conftest's app_server, shared with the other modules on this worker)."""
     if not Path(CHROMIUM).exists():
         pytest.skip(f"Debian's chromium is missing at {CHROMIUM} (apt-get install -y chromium)")
     pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
-    port = _free_port()
-    cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port)]
-    cmd += ["--server.address", "127.0.0.1", "--server.headless", "true"]
-    cmd += ["--server.fileWatcherType", "none"]
     SHOTS.mkdir(parents=True, exist_ok=True)
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "")  # two workers may each serve the app
-    with open(SHOTS.parent / f"streamlit{'-' + worker if worker else ''}.log", "w") as log:
-        yield from _serve(cmd, port, log)
-
-
-def _serve(cmd: list[str], port: int, log):
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=os.environ)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"streamlit did not start on {url} (exit code {proc.poll()})")
-                time.sleep(0.3)
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    return request.getfixturevalue("app_server").url
 
 
 @pytest.fixture(scope="module")

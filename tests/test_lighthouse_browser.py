@@ -10,20 +10,18 @@ from __future__ import annotations
 
 import pytest
 
-from scripts import lighthouse, streamlit_server
+from scripts import lighthouse
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
-def test_lighthouse_accessibility_is_100_on_every_page_desktop_and_mobile(tmp_path_factory):
-    """One test, not one a page: the server and Lighthouse's browser start once, on one worker."""
+def test_lighthouse_accessibility_is_100_on_every_page_desktop_and_mobile(request):
+    """One test, not one a page: Lighthouse's browser starts once, on conftest's app_server (its
+    own SQLite class store), shared with the other modules on this worker."""
     reason = lighthouse.missing()
     if reason:
         pytest.skip(reason)
-    data = tmp_path_factory.mktemp("class_data")  # the live class's SQLite store
-    env = {"ATTNVIZ_DATA_DIR": str(data), "ATTNVIZ_CLASS_STORE": ""}
-    with streamlit_server.serve(env=env) as server:
-        results = lighthouse.audit(server.url)
+    results = lighthouse.audit(request.getfixturevalue("app_server").url)
     assert {r["version"] for r in results} == {lighthouse.VERSION}
     assert len(results) == len(lighthouse.PAGES) * len(lighthouse.FORM_FACTORS)
     found = {f"{r['name']} ({r['formFactor']})": lighthouse.problems(r) for r in results}

@@ -474,12 +474,9 @@ def _read_slide(page, wire: Wire, shot: Path, full_page: bool) -> dict:
 
 
 @pytest.fixture(scope="module")
-def plain_server(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("plain")
-    server = Server({"ATTNVIZ_DATA_DIR": str(folder), "ATTNVIZ_CLASS_STORE": ""}, folder / "log")
-    server.start()
-    yield server
-    server.stop()
+def plain_server(app_server):
+    """conftest's app_server (its own SQLite class store), shared on this worker: never restarted."""
+    return app_server
 
 
 @pytest.mark.parametrize(

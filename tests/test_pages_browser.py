@@ -1,6 +1,6 @@
 """Every page in a real browser, as a first visitor sees it: drawn, no exception box, no traceback.
 
-Cheap on purpose (one server, one tab, one load a page): .ci/run also runs it in the environment of
+Cheap on purpose (conftest's shared server, one tab, one load a page): .ci/run also runs it in the environment of
 the lowest versions requirements.txt allows (scripts/lowest.py), where it is the browser smoke.
 The Playground's and the Walkthrough's behaviour in a browser: test_browser, test_live_browser.
 """
@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from scripts import streamlit_server
 from scripts.chromium import CHROMIUM, CHROMIUM_ARGS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -26,11 +25,10 @@ PAGES = {  # url path: an element only that page draws once its script has run
 
 
 @pytest.fixture(scope="module")
-def url():
+def url(request):
     if not Path(CHROMIUM).exists():
         pytest.skip(f"Debian's chromium is missing at {CHROMIUM} (apt-get install -y chromium)")
-    with streamlit_server.serve() as server:
-        yield server.url
+    return request.getfixturevalue("app_server").url  # conftest's, shared on this worker
 
 
 @pytest.fixture(scope="module")

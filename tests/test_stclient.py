@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from attnviz.figures.heatmap import plain_label
-from scripts import streamlit_server
 from scripts.stclient import Session
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -17,11 +16,9 @@ TITLE = "Attention-weighted aggregation, through broadcasting"
 
 
 @pytest.fixture(scope="module")
-def url(tmp_path_factory):
-    """The app served on a free loopback port; stopped at the end."""
-    log = tmp_path_factory.mktemp("stclient") / "server.log"
-    with streamlit_server.serve(log_path=log) as server:
-        yield server.url
+def url(app_server):
+    """The app served on a free loopback port (conftest's app_server, shared on this worker)."""
+    return app_server.url
 
 
 def test_first_load_shows_the_page_title(url):
