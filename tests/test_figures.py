@@ -534,3 +534,42 @@ def test_a_long_title_is_wrapped_between_words_on_a_phone():
     assert len(lines) > 1 and all(len(line) <= 34 for line in lines)
     assert " ".join(lines) == gradient_figure(g, part="att_scores").layout.title.text
     assert "<br>" not in step_figure(steps[0], style=PHONE).layout.title.text  # short: one line
+
+
+def _lines(label: str) -> list[str]:
+    return re.sub(r"</?b>", "", label).split("<br>")
+
+
+def test_a_long_subtitle_and_code_are_wrapped_on_a_phone():
+    """Reflow at 320 CSS px (#31): every subtitle line fits a phone, words and code kept whole."""
+    x, w = examples.classic()
+    g = trace.gradients(x, w)
+    sub = gradient_figure(g, part="att_scores", style=PHONE).layout.title.subtitle.text
+    wide = gradient_figure(g, part="att_scores").layout.title.subtitle.text
+    assert len(_lines(sub)) > 1 and all(len(line) <= 44 for line in _lines(sub))
+    assert " ".join(_lines(sub)) == wide
+    step = max(trace.broadcast_steps(x, w), key=lambda s: len(s.code))  # the longest line
+    code = step_figure(step, style=PHONE).layout.title.subtitle.text.split("<br>shape")[0]
+    assert len(_lines(code)) > 1 and all(len(line) <= 38 for line in _lines(code))
+    assert " ".join(_lines(code)) == step.code  # split between tokens only, nothing lost
+
+
+def test_a_phone_writes_one_result_cell_one_term_a_line():
+    x, w = examples.classic()
+    prov = trace.provenance(x, w, 0, 0)
+    fig = provenance_figure(prov, style=PHONE)
+    products = [plain_label(t) for t in fig.data[0].text[2][:-1]]
+    assert all(not t.startswith("=") for t in products), products  # the number alone
+    equation = fig.layout.annotations[0].text.split("<br>")
+    assert len(equation) == len(prov.terms) + 2 and all(len(line) <= 30 for line in equation)
+    assert all(t.startswith("= ") for t in provenance_figure(prov).data[0].text[2][:-1])
+
+
+def test_a_phone_stacks_the_alignment_outcome_in_its_column():
+    steps = trace.broadcast_steps(*examples.classic())
+    align = next(s for s in steps if s.alignment is not None)
+    wide = alignment_figure(align.alignment)
+    tall = alignment_figure(align.alignment, style=PHONE)
+    outcomes = [a.text for a in tall.layout.annotations if "equal" in a.text or "→" in a.text]
+    assert outcomes and all(max(map(len, t.split("<br>"))) <= 8 for t in outcomes), outcomes
+    assert any("stretch 1 → 5" in a.text for a in wide.layout.annotations)

@@ -13,6 +13,7 @@ import plotly.graph_objects as go
 from attnviz.errors import AttnvizError
 from attnviz.figures.draft import Draft, figure_builder
 from attnviz.figures.heatmap import (
+    PHONE_SUBTITLE_CHARS,
     STRETCH_GLYPH,
     base_layout,
     fmt,
@@ -33,6 +34,7 @@ from attnviz.figures.text import (
     describe,
     escape,
     wrap_escaped,
+    wrap_plain,
 )
 from attnviz.trace import (
     CLASH,
@@ -55,6 +57,8 @@ _FILL = {
     "missing": "#f0f0f0",
 }
 _GLYPH = {EQUAL: "=", STRETCHED: STRETCH_GLYPH, CLASH: "✗"}
+#: Characters of a line of code in a subtitle on a phone (bold, up to 14 px, 320 px wide).
+PHONE_CODE_CHARS = 38
 
 
 @styled
@@ -76,7 +80,10 @@ def step_draft(
         assert step.alignment is not None
         fig = alignment_draft(step.alignment, title=f"{step.title}", axis_names=step.axis_names)
         return fig.describe(f"{step.title}. Code: {step.code}. " + fig.description)
-    parts = [f"<b>{escape(step.code)}</b>", f"shape {step.shape}"]
+    code = [escape(step.code)]
+    if current_style().stack:  # a phone: a long line of code wrapped, each line in bold
+        code = wrap_escaped(step.code, PHONE_CODE_CHARS)
+    parts = ["<br>".join(f"<b>{line}</b>" for line in code), f"shape {step.shape}"]
     if step.strides is not None:
         parts.append(f"strides {step.strides}")
     if step.view_of:
@@ -140,6 +147,7 @@ def alignment_draft(
     row_labels = [alignment.name_a, alignment.name_b, "outcome", "result"]
     fills: list[list[str]] = [[], [], [], []]
     texts: list[list[str]] = [[], [], [], []]
+    sep = "<br>" if current_style().stack else " "  # a phone's narrow column: lines stacked
     for m in alignment.axes:
         for r, (size, side) in enumerate(((m.size_a, "a"), (m.size_b, "b"))):
             if size is None:
@@ -155,16 +163,16 @@ def alignment_draft(
                 texts[r].append(str(size))
                 fills[r].append(_FILL["size"])
         if m.outcome == EQUAL:
-            texts[2].append("= equal")
+            texts[2].append(f"={sep}equal")
         elif m.outcome == STRETCHED:
             missing = (m.size_a if m.stretched == "a" else m.size_b) is None
             texts[2].append(
-                f"{STRETCH_GLYPH} new axis → {m.result}"
+                f"{STRETCH_GLYPH}{sep}new axis{sep}→ {m.result}"
                 if missing
-                else f"{STRETCH_GLYPH} stretch 1 → {m.result}"
+                else f"{STRETCH_GLYPH}{sep}stretch{sep}1 → {m.result}"
             )
         else:
-            texts[2].append("✗ clash")
+            texts[2].append(f"✗{sep}clash")
         fills[2].append(_FILL[m.outcome])
         texts[3].append("✗" if m.result is None else str(m.result))
         fills[3].append(_FILL[CLASH] if m.result is None else _FILL["size"])
@@ -230,11 +238,11 @@ def alignment_draft(
         fig,
         title=title or "Shapes line up from the right",
         subtitle=f"{alignment.shape_a} vs {alignment.shape_b}:{sep}{verdict}",
-        height=420 if not style.stack else 380,
+        height=420 if not style.stack else 460,
     )
-    if style.stack:  # a phone: row names above the rows would not fit on the left
+    if style.stack:  # a phone: short row names; the outcome row holds three lines
         fig.update_yaxes(ticktext=[_short(t) for t in row_labels])
-        fig.update_layout(margin={"l": 8 * style.font, "t": 150 + 2 * style.font, "b": 20})
+        fig.update_layout(margin={"l": 6 * style.font, "t": 150 + 2 * style.font, "b": 20})
     else:
         fig.update_layout(margin={"l": 12 * style.font + 14, "t": 170 + style.font, "b": 30})
     text = (
@@ -288,17 +296,22 @@ def provenance_figure(prov: Provenance, *, zrange: tuple[float, float] | None = 
     text = [list(r) for r in trace["text"]]
     text[0][t] = text[1][t] = ""
     text[2][t] = f"<b>{fmt(prov.total, 4)}</b>"
-    for i in range(t):  # the × and = of each column
-        text[2][i] = f"= {text[2][i]}"
+    if not style.stack:  # a phone's cells hold the number only (the row is named w·x)
+        for i in range(t):  # the × and = of each column
+            text[2][i] = f"= {text[2][i]}"
     trace["text"] = text
     fig = Draft(trace)
     fig.update_yaxes(autorange="reversed", showgrid=False, zeroline=False)
     fig.update_xaxes(side="top", showgrid=False, zeroline=False, title={"text": "word t"})
     fig.update_traces(hovertemplate="%{y}, %{x}: %{z:.4f}<extra></extra>")
     terms = prov.equation.split(" = ", 1)[1].rsplit(" = ", 1)[0].split(" + ")
-    per = 2 if style.stack else 4
-    chunks = [" + ".join(terms[i : i + per]) for i in range(0, len(terms), per)]
-    eq = f"weighted[{b}, {h}] = " + " +<br>   ".join(chunks) + f" = <b>{fmt(prov.total, 4)}</b>"
+    total = f"<b>{fmt(prov.total, 4)}</b>"
+    if style.stack:  # a phone: one term a line
+        eq = f"weighted[{b}, {h}] =<br>   " + " +<br>   ".join(terms) + f"<br>= {total}"
+    else:
+        chunks = [" + ".join(terms[i : i + 4]) for i in range(0, len(terms), 4)]
+        eq = f"weighted[{b}, {h}] = " + " +<br>   ".join(chunks) + f" = {total}"
+    eq_lines = eq.count("<br>") + 1
     fig.add_annotation(
         text=eq,
         xref="paper",
@@ -315,13 +328,14 @@ def provenance_figure(prov: Provenance, *, zrange: tuple[float, float] | None = 
     base_layout(
         fig, title=f"Where weighted[{b}, {h}] comes from", subtitle=prov.formula, height=400
     )
+    sub_lines = wrap_plain(prov.formula, PHONE_SUBTITLE_CHARS).count("<br>") if style.stack else 0
     line = style.font + 12
     fig.update_layout(
-        height=3 * style.row_px + 8 * style.font + 160 + line * (len(chunks) + 1),
+        height=3 * style.row_px + 8 * style.font + 160 + line * eq_lines + sub_lines * line,
         margin={
             "l": (6 if style.stack else 12) * style.font + 14,
-            "t": 5 * style.font + 60,
-            "b": 40 + line * (len(chunks) + 1),
+            "t": 5 * style.font + 60 + sub_lines * line,
+            "b": 40 + line * eq_lines,
         },
     )
     desc = (
@@ -373,8 +387,9 @@ def gradient_figure(
         "autograd: att_scores.grad",
         f"formula: {escape(grads.att_scores_code)}",
     ]
-    if style.stack:
-        fig = Draft.grid(rows=3, cols=1, subplot_titles=titles, vertical_spacing=0.16)
+    if style.stack:  # a phone: the formula's code wrapped, more room above each panel for it
+        titles[2] = "<br>".join(wrap_escaped(f"formula: {grads.att_scores_code}", 34))
+        fig = Draft.grid(rows=3, cols=1, subplot_titles=titles, vertical_spacing=0.2)
     else:
         fig = Draft.grid(rows=1, cols=3, subplot_titles=titles, horizontal_spacing=0.08)
     panels = ((up, "hidden"), (auto, "word"), (formula, "word"))
@@ -402,7 +417,7 @@ def gradient_figure(
         annotation["font"] = {"size": max(style.font - 2, 12)}
     height = 6 * style.font + 4 * style.title + 60 + style.row_px * max(up.shape[0], 2)
     if style.stack:
-        height = 3 * (style.row_px * max(up.shape[0], 2) + 6 * style.font) + 8 * style.font
+        height = 3 * (style.row_px * max(up.shape[0], 2) + 6 * style.font) + 10 * style.font
     base_layout(
         fig,
         title="Gradient of att_scores: the broadcast becomes a sum",

@@ -25,7 +25,7 @@ from attnviz.figures.style import (
     current_style,
     styled,
 )
-from attnviz.figures.text import wrap_lines
+from attnviz.figures.text import wrap_lines, wrap_plain
 
 #: Blue (negative) - white (zero) - orange (positive): distinguishable with the common colour-vision
 #: deficiencies (after ColorBrewer's colour-blind-safe diverging schemes).
@@ -128,8 +128,10 @@ def square_cells(fig: Draft, *, ratio: float | None = None) -> Draft:
     return fig
 
 
-#: Characters of a figure title per line on a phone (16 px text across a 390 px screen).
+#: Characters of a figure title per line on a phone (16 px text across a 320 px screen).
 PHONE_TITLE_CHARS = 34
+#: Characters of a subtitle line on a phone (its 12 px text across a 320 px screen).
+PHONE_SUBTITLE_CHARS = 44
 
 
 def base_layout(fig: Draft, *, title: str, subtitle: str | None = None, height: int) -> None:
@@ -150,6 +152,8 @@ def base_layout(fig: Draft, *, title: str, subtitle: str | None = None, height: 
         "yanchor": "top",
         "pad": {"t": 10 + (title_lines - 1) * (s.title + 6)},  # plotly lifts extra lines above
     }
+    if subtitle and s.stack:
+        subtitle = wrap_plain(subtitle, PHONE_SUBTITLE_CHARS)
     if subtitle:
         title_dict["subtitle"] = {"text": subtitle, "font": {"size": max(s.font - 2, 12)}}
     sub_lines = subtitle.count("<br>") + 1 if subtitle else 0

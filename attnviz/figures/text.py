@@ -74,6 +74,15 @@ def wrap_lines(text: str, width: int) -> list[str]:
     return lines
 
 
+def wrap_plain(text: str, width: int) -> str:
+    """A plotly label's lines (split at <br>) of plain words wrapped to at most width characters;
+    a line with markup (<b>...</b>) is kept whole, so that no tag is split across lines."""
+    return "<br>".join(
+        "<br>".join(wrap_lines(line, width)) if len(line) > width and "<" not in line else line
+        for line in text.split("<br>")
+    )
+
+
 def figure_html(fig: go.Figure, *, full_html: bool = True) -> str:
     """A self-contained HTML page (plotly.js inlined, nothing from a CDN) with the description.
 

@@ -70,10 +70,11 @@ details.attnviz-numbers > summary { cursor: pointer; color: #1a4f8b; }
   overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; border: 0; }
 [data-testid="stElementContainer"]:has(.attnviz-say),
 [data-testid="stElementContainer"]:has(> [data-testid="stHtml"]:empty) { display: none; }
-/* no sideways page scroll on a narrow screen (320 CSS px): wide content scrolls inside itself */
+/* no sideways page scroll on a narrow screen (320 CSS px): wide content scrolls inside itself;
+   the tab strip wraps to a second row, every tab in view (no strip to scroll sideways) */
+[data-testid="stTabs"] [role="tablist"] { flex-wrap: wrap; overflow-x: visible; }
 @media (max-width: 640px) {
   [data-testid="stMainBlockContainer"] { padding-left: 0.75rem; padding-right: 0.75rem; }
-  [data-testid="stTabs"] [role="tablist"] { overflow-x: auto; }
 }
 </style>
 """
