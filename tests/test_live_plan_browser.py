@@ -1,6 +1,6 @@
 """A teacher's plan file in real browsers (slow): Debian's chromium through Playwright on one
-`streamlit run app.py` (SQLite), with the harness of tests/test_live_browser.py (its server, its
-websocket observer, its waits: no fixed sleeps).
+`streamlit run app.py` (SQLite: conftest's app_server), with the harness of
+tests/test_live_browser.py (its websocket observer, its waits: no fixed sleeps).
 
 - The upload path (AppTest cannot drive st.file_uploader): a question file (no slide list) and a
   plan (a changed, shorter order) are uploaded with Playwright's ``set_input_files`` and take
@@ -26,7 +26,6 @@ from tests.test_classroom_plan import REORDERED, TEACHER, _with_slides
 from tests.test_live_browser import (
     LAPTOP,
     WAIT_MS,
-    Server,
     Wire,
     _code,
     _open,
@@ -102,11 +101,9 @@ def _on(page, k: int, n: int, title: str) -> None:
 
 def test_uploads_take_effect_or_say_why_and_the_plans_order_is_every_screens(
     chromium,  # noqa: F811
-    tmp_path,
+    app_server,
 ):
-    env = {"ATTNVIZ_DATA_DIR": str(tmp_path / "data"), "ATTNVIZ_CLASS_STORE": ""}
-    server = Server(env, tmp_path / "streamlit.log")
-    server.start()
+    server = app_server  # conftest's, shared on this worker: a class of its own, never restarted
     teachers = chromium.new_context(viewport=LAPTOP, accept_downloads=True)
     students = chromium.new_context(viewport=LAPTOP)
     titles, n = _titles(), len(REORDERED)
@@ -156,4 +153,3 @@ def test_uploads_take_effect_or_say_why_and_the_plans_order_is_every_screens(
     finally:
         teachers.close()
         students.close()
-        server.stop()
