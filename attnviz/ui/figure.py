@@ -155,6 +155,7 @@ A11Y_SCRIPT = """
   window.__attnvizA11y = true;
   const doc = window.document;
   let said = "";
+  let count = 0;
   let region = null;
   const fix = () => {
     if (!region || !region.isConnected) {
@@ -167,7 +168,8 @@ A11Y_SCRIPT = """
       region.setAttribute("aria-live", "polite");
       host.attachShadow({ mode: "closed" }).appendChild(region);
       doc.body.appendChild(host);
-      window.attnvizSaid = () => region.textContent;  // for the browser tests
+      window.attnvizSaid = () => region.textContent;  // for the browser tests ...
+      window.attnvizSays = () => count;  // ... and how many sentences it has said
     }
     doc.querySelectorAll(".stPlotlyChart .js-plotly-plot").forEach((p) => {
       if (p.getAttribute("aria-hidden") !== "true") p.setAttribute("aria-hidden", "true");
@@ -209,6 +211,7 @@ A11Y_SCRIPT = """
       region.textContent = text;
     }
     said = text;
+    count += 1;
   };
   // Focus that a rerun took away goes back to the control the visitor was on. A rerun disables
   // controls for a moment (the tab strip while its tab's rerun runs: focus falls to the body) or
