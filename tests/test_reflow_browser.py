@@ -293,27 +293,12 @@ def test_the_collector_finds_overlapping_and_cut_text_in_a_made_up_page(browser)
     assert sorted(b["text"] for b in boxes if b["cut"]) == ["0.375", "clipped-away-text"], boxes
 
 
-#: Known, and outside this module's files (issue #31): at 640 CSS px the page picks the laptop's
-#: figure style (``live_screen.PHONE_MAX_W`` = 640 is exclusive), whose heatmaps need a plot about
-#: 1100 px wide, so their numbers overlap; with the phone's style at 640 every tab and slide here
-#: passes. Strict: the day it passes, take the mark off.
-AT_640 = pytest.mark.xfail(
-    strict=True, reason="#31: the laptop's figure style at 640 px (live_screen.PHONE_MAX_W)"
-)
-#: Known, outside this module's files: the Walkthrough moves a figure's subtitle (2-3 lines on a
-#: phone) into its title without the title's top pad for the extra lines
-#: (``walkthrough._untitled``): plotly lifts them above the figure, and the first line is cut.
-UNTITLED = pytest.mark.xfail(
-    strict=True, reason="#31: walkthrough._untitled keeps a one-line title's pad"
-)
-
-
 #: Every step's figure is on the page (the toggle "All steps at once" is on).
 ALL_STEPS_JS = """() => [...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')]
   .filter((p) => p.offsetParent !== null).length >= 8"""
 
 
-@pytest.mark.parametrize("tab", [320, pytest.param(640, marks=AT_640)], indirect=True)
+@pytest.mark.parametrize("tab", [320, 640], indirect=True)
 def test_every_playground_tab_reflows(tab, url):
     """Every tab of the Playground, and every step at once: no sideways scroll, no text over
     text, none cut."""
@@ -346,7 +331,7 @@ SLIDES = range(4, 13)
 
 @pytest.mark.parametrize(
     "tab",
-    [pytest.param(320, marks=UNTITLED), pytest.param(640, marks=[AT_640, UNTITLED])],
+    [320, 640],
     indirect=True,
 )
 def test_the_walkthrough_reflows(tab, url):
@@ -356,6 +341,8 @@ def test_the_walkthrough_reflows(tab, url):
     problems = {}
     for k in SLIDES:
         tab.get_by_text(f"Slide {k} of {n}", exact=True).wait_for(timeout=WAIT_MS)
+        # every slide here has a figure: plotly draws it after its element is on the page
+        tab.locator('[data-testid="stMain"] .js-plotly-plot').first.wait_for(timeout=WAIT_MS)
         _drawn(tab)
         found, boxes = _problems(tab, f"walkthrough_{k:02d}")
         assert _svg_texts(boxes) > 0, k  # every slide here has a figure

@@ -24,7 +24,8 @@ from attnviz.errors import AttnvizError
 _COMPONENT = components.declare_component(
     "attnviz_live_screen", path=str(Path(__file__).parent / "static" / "live_screen")
 )
-#: Narrower than this (CSS px) is a phone: panels stack.
+#: This wide (CSS px) or narrower is a phone, or a laptop zoomed to 200 %: panels stack and the
+#: figures take the phone's style (the laptop's heatmaps need a plot about 1100 px wide).
 PHONE_MAX_W = 640
 #: At least this wide (CSS px) is a projector-sized screen: figure text of 24 px and more.
 PROJECTOR_MIN_W = 1600
@@ -46,7 +47,7 @@ class Screen:
 
     @property
     def phone(self) -> bool:
-        return self.w < PHONE_MAX_W
+        return self.w <= PHONE_MAX_W
 
     @property
     def style(self) -> figures.Style:

@@ -119,7 +119,11 @@ def _untitled(fig: go.Figure, style: figures.Style, *, drop_subtitle: bool) -> N
         cut += (style.font + 10) if sub else 0
         fig.update_layout(title_text="", title_subtitle_text="")
     else:
-        fig.update_layout(title_text=sub, title_font_size=style.font, title_subtitle_text="")
+        # a subtitle of several lines (a phone's) keeps room above for its extra lines
+        pad = 10 + sub.count("<br>") * (style.font + 6)
+        fig.update_layout(
+            title_text=sub, title_font_size=style.font, title_subtitle_text="", title_pad_t=pad
+        )
     fig.update_layout(margin_t=max(int(fig.layout.margin.t or 0) - cut, 24))
 
 
