@@ -124,16 +124,17 @@ def weighted_sum_fused(x: Tensor, w: Tensor) -> Tensor:
     from CPU_ROWS_MIN_NUMEL on. Everywhere else (MPS, float64 on CUDA, no triton, strided or small
     x): the batched matrix-vector product, which also reads x once.
     """
-    if x.is_cuda and x.dtype in _TRITON_DTYPES and triton_available():
-        return weighted_sum_triton(x, w)
-    if x.is_cpu and x.is_contiguous():
+    if x.is_cpu:  # first: at 1 MiB in L2 a call takes ~11 µs, and each check ~0.1 µs of it
         n = x.numel()
         if n >= NATIVE_MIN_NUMEL:
             out = native.try_weighted_rows(x, w)  # None where the C kernel does not apply
             if out is not None:
                 return out
-        if n >= CPU_ROWS_MIN_NUMEL:
+        if n >= CPU_ROWS_MIN_NUMEL and x.is_contiguous():
             return weighted_sum_rows(x, w)
+        return _bmm(x, w)
+    if x.is_cuda and x.dtype in _TRITON_DTYPES and triton_available():
+        return weighted_sum_triton(x, w)
     return _bmm(x, w)
 
 

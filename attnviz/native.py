@@ -448,8 +448,9 @@ def _run(lib: ctypes.CDLL, x: Tensor, w: Tensor, b: int, t: int, h: int, threads
     """The call itself, for inputs already checked (``weighted_rows``, ``try_weighted_rows``)."""
     if not w.is_contiguous():
         w = w.contiguous()  # (B,T)
-    limits = (MIN_NUMEL_PER_THREAD, MAX_UNIT_NUMEL, MIN_PIECE_ROWS)
-    shape, split = _call_shape(b, t, h, threads, *limits)
+    shape, split = _call_shape(
+        b, t, h, threads, MIN_NUMEL_PER_THREAD, MAX_UNIT_NUMEL, MIN_PIECE_ROWS
+    )
     if torch.get_default_dtype() is torch.float32:  # ints only: torch parses them ~1 µs sooner
         out = torch.empty(b, h)  # (B,H)
         partial = torch.empty(b, split, h) if split > 1 else out  # (B,S,H)
