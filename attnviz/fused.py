@@ -17,16 +17,17 @@ speed of a plain read, and never writes a (B, T, H) temporary (the one-liner doe
 - CPU: a weighted sum of rows. x is viewed as B*T rows of H numbers and each sentence's rows are
   summed with its weights in one streaming pass, no (B, T, H) temporary. For float32 the pass is
   our C kernel (``attnviz.native``, compiled on first use, on PyTorch's OpenMP threads), which we
-  measured at 0.85-0.87 of the machine's read limit (a C read loop) in L2, L3 and DRAM on one
-  thread (benchmarks/RESULTS.md). Without a C compiler, for the other
-  dtypes and for inputs that need gradients, the same row sum runs through PyTorch's
+  measured in plain C at 0.98-1.02 of the machine's read limit (a C read loop) in L2, 0.81-0.98
+  in L3 and 0.91 from DRAM on one thread, and through this function at 0.94-0.99 from DRAM
+  (benchmarks/RESULTS.md: a call's fixed ~4 µs shows at smaller sizes). Without a C compiler,
+  for the other dtypes and for inputs that need gradients, the same row sum runs through PyTorch's
   embedding-bag kernel (``weighted_sum_rows``, ``F.embedding_bag(..., per_sample_weights=w)``,
   sentences cut into chunks when B is small), which has a backward and is somewhat slower.
   ``torch.bmm`` is slower still on the CPUs we measured, and einsum several times slower, because
   torch 2.13 lowers "bth,bt->bh" to ``bmm(x.permute(0, 2, 1), w[..., None])``, a (H, T) @ (T, 1)
   product over a transposed, strided x (seen with torch.profiler). ``torch.compile`` of the
   one-liner was slower than bmm after many seconds of compiling, so it is not used. Strided x and
-  small inputs (fewer than CPU_ROWS_MIN_NUMEL numbers, where bmm's single call is quicker) go to
+  small inputs (fewer than NATIVE_MIN_NUMEL numbers, where bmm's single call is as quick) go to
   bmm. The numbers behind each of these statements, with the commands that measure them on your
   machine (``python -m attnviz.bench``), are in benchmarks/RESULTS.md.
 

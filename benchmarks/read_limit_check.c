@@ -2,19 +2,23 @@
  *
  *   so=$(python -c "from attnviz import native; print(native.build().path)")
  *   cc -O2 benchmarks/read_limit_check.c "$so" -o /tmp/read_limit_check -Wl,-rpath,"$(dirname "$so")"
- *   /tmp/read_limit_check 65536 2097152 33554432     # numbers of x: 256 KiB, 8 MiB, 128 MiB
+ *   /tmp/read_limit_check 65536 262144 2097152 33554432  # numbers of x: 256 KiB, 1, 8, 128 MiB
  *
  * For each n: x is n floats (T = n / 1024 rows of H = 1024), read again and again (so a small x
- * stays in cache); 300 rounds of 10 calls of read_floats and 10 of weighted_rows_f32, the fastest
- * round of each kept (the least disturbed on a shared machine). Prints GB/s of x read.
+ * stays in cache); 300 rounds of 10 calls of each way to read (read_floats: eight streams side
+ * by side, mode 0, and one stream, mode 1) and each way to sum (weighted_rows_f32: stripes, mode
+ * 0, and tiles, mode 1), the fastest round of each kept (the least disturbed on a shared
+ * machine). Prints GB/s of x read by each, and the faster kernel over the faster read: the read
+ * limit is the faster read (attnviz.native picks one stream where x fits in the last-level cache,
+ * tiles where a thread's share fits in twice its L2).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
-double read_floats(const float *x, long n, long unit, int threads);
+double read_floats(const float *x, long n, long unit, int threads, int mode);
 void weighted_rows_f32(const float *x, const float *w, float *out, float *partial,
-                       const long *shape); /* {B, T, H, group, split, threads} */
+                       const long *shape); /* {B, T, H, group, split, threads, mode} */
 
 static double now(void) {
     struct timespec ts;
@@ -30,21 +34,29 @@ int main(int argc, char **argv) {
         if (!x || !w || t < 1) return 1;
         for (long i = 0; i < n; i++) x[i] = (float)(i % 7);
         for (long i = 0; i < t; i++) w[i] = 0.5f;
-        const long shape[6] = {1, t, h, 1, 1, 1};
-        double best_read = 1e9, best_fused = 1e9;
+        const long stripes[7] = {1, t, h, 1, 1, 1, 0}, tiles[7] = {1, t, h, 1, 1, 1, 1};
+        double best[4] = {1e9, 1e9, 1e9, 1e9}; /* read8, read1, stripes, tiles */
         volatile double sink = 0;
         for (int round = 0; round < 300; round++) {
-            const double t0 = now();
-            for (int k = 0; k < 10; k++) sink += read_floats(x, n, n, 1);
-            const double t1 = now();
-            for (int k = 0; k < 10; k++) weighted_rows_f32(x, w, out, out, shape);
-            const double t2 = now();
-            if (t1 - t0 < best_read) best_read = t1 - t0;
-            if (t2 - t1 < best_fused) best_fused = t2 - t1;
+            for (int way = 0; way < 4; way++) {
+                const double t0 = now();
+                for (int k = 0; k < 10; k++) {
+                    if (way < 2)
+                        sink += read_floats(x, n, n, 1, way);
+                    else
+                        weighted_rows_f32(x, w, out, out, way == 2 ? stripes : tiles);
+                }
+                const double dt = now() - t0;
+                if (dt < best[way]) best[way] = dt;
+            }
         }
-        printf("%.3g MiB: read limit %.3g GB/s, fused %.3g GB/s, fused / limit %.3g\n",
-               n * 4 / 1048576.0, 10 * n * 4 / best_read / 1e9, 10 * n * 4 / best_fused / 1e9,
-               best_read / best_fused);
+        const double gb = 10 * n * 4 / 1e9;
+        const double limit = best[0] < best[1] ? best[0] : best[1];
+        const double fused = best[2] < best[3] ? best[2] : best[3];
+        printf("%.3g MiB: read %.3g GB/s (8 streams) %.3g GB/s (1 stream), fused %.3g GB/s "
+               "(stripes) %.3g GB/s (tiles), fused / limit %.3g\n",
+               n * 4 / 1048576.0, gb / best[0], gb / best[1], gb / best[2], gb / best[3],
+               limit / fused);
         free(x);
         free(w);
     }
