@@ -107,6 +107,9 @@ HALVED: set[str] = set()
 FIRST = [
     "test_live_browser.py",
     "test_browser.py",
+    "test_a11y_browser.py",
+    "test_reflow_browser.py",
+    "test_keyboard_walk_browser.py",
     "test_lessons.py",
     "test_serving.py",
     "test_serving_browser.py",
@@ -155,6 +158,11 @@ NAMED_GROUPS = {
     "test_hostile.py",
     "test_stclient.py",
     "test_grade_class.py",  # one grading server and 40 notebooks (~15 CPU-s), graded once
+    # each starts its own server and browser for its module (axe and Lighthouse walks, reflow at
+    # 320 and 640 px, the keyboard walk on 127.0.0.2)
+    "test_a11y_browser.py",
+    "test_reflow_browser.py",
+    "test_keyboard_walk_browser.py",
     # each starts one browser (or one worker, one training) for its module; the server is
     # conftest's app_server, in test_browser's or test_live_browser's group: see SHARED
     "test_pages_browser.py",
