@@ -142,3 +142,9 @@ def serve(
         yield server
     finally:
         server.stop()
+
+
+def class_store_env(data_dir: Path) -> dict[str, str]:
+    """The environment for a server whose live classes live in their own SQLite store under
+    ``data_dir`` (no Redis, nothing shared with another server)."""
+    return {"ATTNVIZ_DATA_DIR": str(data_dir), "ATTNVIZ_CLASS_STORE": ""}

@@ -39,8 +39,7 @@ def url(tmp_path_factory):
     if not AXE.exists():
         pytest.skip(f"axe-core is missing: npm install --prefix .axe axe-core@{AXE_VERSION}")
     pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
-    data = tmp_path_factory.mktemp("class_data")  # the live class's SQLite store
-    env = {"ATTNVIZ_DATA_DIR": str(data), "ATTNVIZ_CLASS_STORE": ""}
+    env = streamlit_server.class_store_env(tmp_path_factory.mktemp("class_data"))
     with streamlit_server.serve(env=env) as server:
         yield server.url
 
