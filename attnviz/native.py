@@ -423,6 +423,12 @@ def _call_shape(b: int, t: int, h: int, threads: int, *limits: int) -> tuple[cty
     return (ctypes.c_long * 7)(b, t, h, group, split, n, kind), rows_split
 
 
+def call_plan(b: int, t: int, h: int, threads: int) -> tuple[ctypes.Array, int]:
+    """The kernel's shape argument for x of (B, T, H) on ``threads`` threads and how many partial
+    sums per sentence it needs, with today's limits (``native_op`` hands it to the operator)."""
+    return _call_shape(b, t, h, threads, MIN_NUMEL_PER_THREAD, MAX_UNIT_NUMEL, MIN_PIECE_ROWS)
+
+
 def weighted_rows(x: Tensor, w: Tensor, *, threads: int | None = None) -> Tensor:
     """x: (B, T, H) float32 contiguous, w: (B, T) float32 -> (B, H) by the C kernel.
 

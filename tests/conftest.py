@@ -1,9 +1,11 @@
 """Shared test settings.
 
 - hypothesis examples may be slow on a busy 2-core machine, so no deadline;
-- the C kernel (attnviz.native) is built into a fresh cache folder for each test process (each
-  pytest-xdist worker has its own), so the tests build it as a new user would, never touch
-  ~/.cache, and two workers never share a build;
+- the C kernel (attnviz.native) and the PyTorch operator around it (attnviz.native_op) are
+  built into a fresh cache folder for the run, as a new user would build them, never in
+  ~/.cache: the first test process (pytest-xdist's controller) makes it and its workers inherit
+  it, so the operator (~10 s of compiling) is built once a run, not once a worker; builds that
+  meet there wait for each other (a file lock) or rename whole files into place;
 - Streamlit's AppTest scans the metadata of every installed package for v2 components on each
   fresh run (about 0.2 s of a 0.25 s run here); the packages do not change during a test session,
   so the scan's answer is remembered after the first run: AppTest still registers what it found;
@@ -36,7 +38,11 @@ settings.register_profile(
 )
 settings.load_profile("attnviz")
 
-_CACHE = tempfile.mkdtemp(prefix="attnviz-test-cache-")
+_CACHE = os.environ.get("ATTNVIZ_TEST_CACHE_DIR", "")
+_OWN_CACHE = not _CACHE  # made here: removed here at the end, and by no worker
+if _OWN_CACHE:
+    _CACHE = tempfile.mkdtemp(prefix="attnviz-test-cache-")
+    os.environ["ATTNVIZ_TEST_CACHE_DIR"] = _CACHE  # inherited by the workers
 os.environ["ATTNVIZ_CACHE_DIR"] = _CACHE
 
 
@@ -267,4 +273,5 @@ def pytest_collection_finish(session):
 
 
 def pytest_unconfigure(config):
-    shutil.rmtree(_CACHE, ignore_errors=True)
+    if _OWN_CACHE:
+        shutil.rmtree(_CACHE, ignore_errors=True)

@@ -68,6 +68,7 @@ def test_row_sum_path_matches_reference_in_every_dtype(shape, dtype):
 
 def test_fused_takes_the_row_sum_path_above_the_threshold(monkeypatch):
     monkeypatch.setattr(fused.native, "try_weighted_rows", lambda x, w: None)  # as without cc
+    monkeypatch.setattr(fused.native_op, "loaded", None)
     calls = []
     monkeypatch.setattr(fused, "weighted_sum_rows", lambda x, w: calls.append(x.shape) or x[:, 0])
     x, w = random_inputs(2, 256, 512, seed=1)  # CPU_ROWS_MIN_NUMEL numbers

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from torch.testing import assert_close
 
 import attnviz
-from attnviz import AttnvizError, fused, native
+from attnviz import AttnvizError, fused, native, native_op
 
 needs_kernel = pytest.mark.skipif(
     not native.available(), reason=f"no C kernel here: {native.build().detail}"
@@ -262,7 +262,8 @@ BUILD_SCRIPT = textwrap.dedent(
 
 
 def run_build(cache, **env):
-    full = dict(os.environ, ATTNVIZ_CACHE_DIR=str(cache), **env)
+    # the C library alone: the operator around it (native_op) has tests of its own
+    full = dict(os.environ, ATTNVIZ_CACHE_DIR=str(cache), ATTNVIZ_NATIVE_OP="0", **env)
     res = subprocess.run(
         [sys.executable, "-c", BUILD_SCRIPT], capture_output=True, text=True, timeout=180, env=full
     )
@@ -284,7 +285,7 @@ def test_build_is_cached_between_processes(tmp_path):
 @pytest.mark.slow
 @needs_kernel
 def test_processes_building_at_once_all_get_a_working_kernel(tmp_path):
-    full = dict(os.environ, ATTNVIZ_CACHE_DIR=str(tmp_path))
+    full = dict(os.environ, ATTNVIZ_CACHE_DIR=str(tmp_path), ATTNVIZ_NATIVE_OP="0")
     procs = [
         subprocess.Popen(
             [sys.executable, "-c", BUILD_SCRIPT], stdout=subprocess.PIPE, text=True, env=full
@@ -308,6 +309,8 @@ def build_here(monkeypatch, tmp_path):
 
     def run(**env) -> dict:
         monkeypatch.setattr(native, "_built", None)
+        monkeypatch.setattr(native_op, "loaded", None)  # nor the operator around it
+        monkeypatch.setattr(native_op, "learn", lambda x, threads: None)
         monkeypatch.setenv("ATTNVIZ_CACHE_DIR", str(tmp_path))
         for key, value in env.items():
             monkeypatch.setenv(key, value)

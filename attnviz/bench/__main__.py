@@ -151,6 +151,9 @@ def main(argv: list[str] | None = None) -> int:
             kernels = {r.notes["cpu_kernel"] for r in records if "cpu_kernel" in r.notes}
             for k in sorted(kernels):
                 print(f"C kernel: {k}")
+            calls = {r.notes["cpu_kernel_call"] for r in records if "cpu_kernel_call" in r.notes}
+            for k in sorted(calls):
+                print(f"C kernel called as: {k}")
     except AttnvizError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

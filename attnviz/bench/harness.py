@@ -232,10 +232,13 @@ def environment(device: str | torch.device) -> dict:
     if device.type == "cuda":
         env["cuda_version"] = torch.version.cuda
     if device.type == "cpu":
-        from attnviz import native
+        from attnviz import native, native_op
 
         built = native.build()  # the C kernel behind "fused" on the CPU (built once, cached)
         env["cpu_kernel"] = built.detail if built.ok else f"none: {built.detail}"
+        if built.ok:  # and called as a PyTorch operator, built now: never timed while compiling
+            op = native_op.build()
+            env["cpu_kernel_call"] = "PyTorch operator" if op.ok else f"ctypes ({op.detail})"
     from attnviz.fused import triton_available
 
     if triton_available():
@@ -527,7 +530,7 @@ def measure(
                     and x_bytes >= FLAG_MIN_BYTES
                     and pmed - 1.0 > pq3 - pq1,
                     "floor": paths[FLOOR],
-                    **({"cpu_kernel": env["cpu_kernel"]} if "cpu_kernel" in env else {}),
+                    **({k: env[k] for k in ("cpu_kernel", "cpu_kernel_call") if k in env}),
                     "cache_bytes": cache_bytes(device),
                     # one input set fits in the last-level cache: the calls read it from
                     # there (even rotating among sets, part of it stays: victim caches,

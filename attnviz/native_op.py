@@ -1,0 +1,225 @@
+"""The C kernel as a PyTorch operator, ``torch.ops.attnviz.weighted_rows``: fused's fast path.
+
+``attnviz.native`` calls the kernel through ctypes. At 0.5-1 MiB in L2 the kernel reads x in
+5-10 µs, and that call spent ~3.5 µs around it in Python: a dozen checks of the inputs, the
+output tensor, the plan and the pointers, ~0.1 µs each. ``csrc/weighted_rows_op.cpp`` wraps the
+same kernel (linked against the same library, not a copy) as a PyTorch operator, which makes
+those checks in C++ and costs what any PyTorch call costs (~1.5 µs), so the kernel keeps its
+speed at small sizes as well.
+
+- Plans stay in Python (``native.plan``, one source of truth): the operator answers None for a
+  shape it has no plan for, fused then takes the ctypes path, and ``learn`` hands that shape's
+  plan over (``set_plan``). It also answers None wherever the kernel does not apply (not
+  float32 or not on the CPU, x not contiguous (B, T, H), w not (B, T), a gradient wanted).
+- Build: ``c++ -O2 -std=c++20`` (``$CXX`` if set, else c++, g++ or clang++; C++17 where 20 is
+  refused) against the headers and libraries of the installed torch, ~10 s, in a background
+  thread started by the first ``learn``: until it is loaded, fused runs on ctypes. Cached next to
+  the C library (``native.cache_dir``), named by a hash of the source, the compiler, torch's
+  version and the C library; one process compiles while the others wait on a file lock.
+- Off: ``ATTNVIZ_NATIVE=0`` (no C kernel at all) or ``ATTNVIZ_NATIVE_OP=0`` (ctypes only); no C++
+  compiler, no torch headers or a failed build: fused stays on ctypes, and ``build()`` says why.
+
+No user text is ever compiled: the source is this package's own file.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import hashlib
+import os
+import shlex
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import torch
+from torch import Tensor
+
+from attnviz import native
+
+SOURCE = Path(__file__).with_name("csrc") / "weighted_rows_op.cpp"
+STANDARDS = ("-std=c++20", "-std=c++17")  # the first the compiler takes
+FLAGS = ("-O2", "-fPIC", "-shared", "-w")  # -w: torch's headers warn under some standards
+COMPILE_TIMEOUT_S = 180
+
+# torch.ops.attnviz.weighted_rows once built and loaded, else None: fused reads it on every call
+loaded = None
+_outcome: native.Build | None = None
+_lock = threading.Lock()
+_started = threading.Event()
+_done = threading.Event()
+_compiling: subprocess.Popen | None = None  # the compiler while it runs
+_closing = False  # the process is exiting: no compile starts
+
+
+def find_compiler() -> list[str] | None:
+    """The C++ compiler command: ``$CXX`` (split like a shell would), else c++, g++ or clang++."""
+    if os.environ.get("CXX"):
+        return shlex.split(os.environ["CXX"])
+    for name in ("c++", "g++", "clang++"):
+        if path := shutil.which(name):
+            return [path]
+    return None
+
+
+def _torch_dirs() -> tuple[Path, Path]:
+    """(include, lib) folders of the installed torch."""
+    root = Path(torch.__file__).parent
+    return root / "include", root / "lib"
+
+
+def _compile(cmd: list[str], dest: Path) -> str:
+    """Run ``cmd`` (which writes -o its last argument) into a temporary name renamed to ``dest``;
+    '' on success, else the compiler's complaint. A process that exits meanwhile stops the
+    compiler and removes the temporary (``_stop_compiling``): no half file is ever left."""
+    global _compiling
+    fd, tmp = tempfile.mkstemp(prefix=dest.stem + ".", suffix=".tmp", dir=dest.parent)
+    os.close(fd)
+    try:
+        with _lock:
+            if _closing:
+                return "the process is exiting"
+            proc = subprocess.Popen(
+                [*cmd, tmp], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            )
+            _compiling = proc
+        try:
+            out, err = proc.communicate(timeout=COMPILE_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            return f"the compiler took over {COMPILE_TIMEOUT_S} s"
+        if proc.returncode != 0:
+            return (err or out).strip()[-400:] or f"exit {proc.returncode}"
+        os.replace(tmp, dest)
+        return ""
+    except (OSError, subprocess.SubprocessError) as e:
+        return str(e)
+    finally:
+        _compiling = None
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+
+
+def _stop_compiling() -> None:
+    """At exit: stop a compile still running (the build thread is a daemon and would be cut off
+    with its temporary file left behind)."""
+    global _closing
+    with _lock:
+        _closing = True
+        proc = _compiling
+    if proc is not None:
+        proc.kill()
+        _done.wait(10)  # the build thread removes its temporary
+
+
+def _build_once(kernel: native.Build) -> native.Build:
+    global loaded
+    if os.environ.get("ATTNVIZ_NATIVE_OP", "1").strip() == "0":
+        return native.Build(False, "turned off by ATTNVIZ_NATIVE_OP=0")
+    if not kernel.ok or kernel.path is None:
+        return native.Build(False, f"no C kernel to wrap: {kernel.detail}")
+    cxx = find_compiler()
+    if cxx is None:
+        return native.Build(False, "no C++ compiler found (set CXX, or install c++, g++, clang++)")
+    include, lib = _torch_dirs()
+    if not (include / "torch" / "library.h").exists():
+        return native.Build(False, f"this torch has no C++ headers ({include})")
+    try:
+        version = native._first_line([*cxx, "--version"])
+    except RuntimeError as e:
+        return native.Build(False, f"the C++ compiler does not answer: {e}")
+    abi = f"-D_GLIBCXX_USE_CXX11_ABI={int(torch.compiled_with_cxx11_abi())}"
+    parts = (SOURCE.read_text(encoding="utf-8"), shlex.join(cxx), version, torch.__version__, abi)
+    key = hashlib.sha256("\0".join((*parts, kernel.path.name)).encode()).hexdigest()[:16]
+    path = kernel.path.parent / f"weighted_rows_op-{key}.so"
+    import fcntl  # POSIX, as the C kernel is (it is off on Windows)
+
+    compile_s = None
+    with open(kernel.path.parent / f"{path.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one process compiles, the others wait and load it
+        if not path.exists():
+            t0 = time.perf_counter()
+            for std in STANDARDS:
+                links = [f"-L{lib}", "-ltorch_cpu", "-lc10", str(kernel.path)]
+                rpaths = [f"-Wl,-rpath,{lib}", f"-Wl,-rpath,{kernel.path.parent}"]
+                cmd = [*cxx, std, *FLAGS, abi, f"-I{include}", str(SOURCE), *links, *rpaths, "-o"]
+                error = _compile(cmd, path)
+                if not error:
+                    break
+            if error:
+                return native.Build(False, f"compiling {SOURCE.name} failed: {error}")
+            compile_s = time.perf_counter() - t0
+    try:
+        torch.ops.load_library(str(path))
+        abi_seen = torch.ops.attnviz.kernel_abi()
+        if abi_seen != native.ABI:
+            return native.Build(False, f"{path.name} wraps interface {abi_seen}, not {native.ABI}")
+        op = torch.ops.attnviz.weighted_rows.default
+    except (OSError, RuntimeError, AttributeError) as e:
+        return native.Build(False, f"loading {path.name} failed: {e}")
+    loaded = op
+    return native.Build(
+        True, f"{version} ({shlex.join(cxx)}), torch {torch.__version__}", path, compile_s
+    )
+
+
+def _run_build(kernel: native.Build) -> None:
+    global _outcome
+    try:
+        _outcome = _build_once(kernel)
+    except Exception as e:  # a background thread: say it, never lose it
+        _outcome = native.Build(False, f"building the operator failed: {e!r}")
+    finally:
+        _done.set()
+
+
+def start() -> None:
+    """Start building (or loading the cached) operator in a background thread, once per process,
+    around the C library this process has loaded (``native.build``, which builds it if need be)."""
+    if _started.is_set():
+        return
+    with _lock:
+        if not _started.is_set():
+            kernel = native.build()
+            name = "attnviz-op-build"
+            atexit.register(_stop_compiling)
+            threading.Thread(target=_run_build, args=(kernel,), name=name, daemon=True).start()
+            _started.set()
+
+
+def build(timeout: float | None = None) -> native.Build:
+    """Build (or load) the operator and wait for it: how it went, never raises. ``timeout``
+    seconds at most; then the Build says it is still building."""
+    start()
+    if not _done.wait(timeout):
+        return native.Build(False, "still building in the background")
+    assert _outcome is not None
+    return _outcome
+
+
+def learn(x: Tensor, threads: int) -> None:
+    """Hand the operator the plan for x's shape on ``threads`` threads (``native.plan``), which
+    the ctypes path just ran; the first call starts the operator's build."""
+    if loaded is None:
+        if not _started.is_set():
+            start()
+        return
+    b, t, h = x.shape
+    shape, split = native.call_plan(b, t, h, threads)
+    torch.ops.attnviz.set_plan(threads, list(shape), split)
+
+
+def clear_plans() -> None:
+    """Forget the operator's plans (after the plan's limits or modes change)."""
+    if loaded is not None:
+        torch.ops.attnviz.clear_plans()
+
+
+def plan_count() -> int:
+    """How many shapes the operator has a plan for (0 before it is loaded)."""
+    return int(torch.ops.attnviz.plan_count()) if loaded is not None else 0

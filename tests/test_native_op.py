@@ -1,0 +1,198 @@
+"""The C kernel as a PyTorch operator (attnviz.native_op): fused's fast path. Against float64 in
+both ways of summing and on several threads, the same bits as the ctypes call, None wherever the
+kernel does not apply, plans handed over by fused, bounded, and the switch that turns it off."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+from torch.testing import assert_close
+
+import attnviz
+from attnviz import fused, native, native_op
+
+needs_op = pytest.mark.skipif(
+    not native.available() or native_op.find_compiler() is None,
+    reason=f"no C kernel or no C++ compiler here: {native.build().detail}",
+)
+
+# B, T, H all different; T == H; B = 1; T = 1; H past one tile of 256 columns and not a multiple
+SHAPES = [(3, 100, 70), (4, 17, 17), (1, 1000, 33), (5, 1, 9), (2, 45, 2050), (3, 50, 700)]
+
+
+def random_inputs(b, t, h, *, seed):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(b, t, h, generator=g, dtype=torch.float64)  # (B,T,H)
+    w = torch.rand(b, t, generator=g, dtype=torch.float64)  # (B,T)
+    return x.float(), w.float()
+
+
+@pytest.fixture(scope="module")
+def op():
+    built = native_op.build(timeout=600)
+    assert built.ok, built.detail  # a compiler is here (needs_op): the build must work
+    return native_op.loaded
+
+
+@pytest.fixture
+def planned(monkeypatch):
+    """Plans made afresh for the test in the way it forces (and forgotten after it)."""
+
+    def make(x, threads, kind=None):
+        if kind is not None:
+            monkeypatch.setattr(native, "mode", lambda *shape: kind)
+        native._call_shape.cache_clear()  # its arrays hold the mode
+        native_op.clear_plans()
+        torch.set_num_threads(threads)
+        native_op.learn(x, threads)
+
+    threads = torch.get_num_threads()
+    yield make
+    torch.set_num_threads(threads)
+    native._call_shape.cache_clear()
+    native_op.clear_plans()
+
+
+@needs_op
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("threads", [1, 2, 3])
+@pytest.mark.parametrize("kind", ["stripes", "tiles"])
+def test_the_operator_matches_float64_reference(op, planned, shape, threads, kind):
+    x, w = random_inputs(*shape, seed=sum(shape) + threads)
+    planned(x, threads, {"stripes": native.STRIPES, "tiles": native.TILES}[kind])
+    got = op(x, w)
+    assert got is not None and got.shape == (shape[0], shape[2]) and got.dtype == torch.float32
+    assert_close(got, attnviz.reference(x, w).float(), rtol=1e-5, atol=1e-4)
+
+
+@needs_op
+@pytest.mark.parametrize("shape", [(2, 64, 1024), (1, 4096, 77), (16, 100, 300)])
+def test_the_operator_gives_the_same_bits_as_the_ctypes_call(op, planned, shape):
+    x, w = random_inputs(*shape, seed=5)
+    planned(x, 2)
+    assert torch.equal(op(x, w), native.weighted_rows(x, w, threads=2))
+
+
+@needs_op
+def test_a_strided_w_is_read_as_its_values(op, planned):
+    x, w_wide = random_inputs(3, 40, 50, seed=6)
+    w = torch.rand(40, 3).t()  # (B,T), not contiguous
+    planned(x, 1)
+    assert_close(op(x, w), attnviz.reference(x, w).float(), rtol=1e-5, atol=1e-4)
+
+
+def _cases():
+    x, w = random_inputs(3, 40, 50, seed=7)
+    return {
+        "float64": (x.double(), w.double()),
+        "x strided": (x.transpose(1, 2).contiguous().transpose(1, 2), w),
+        "w of another shape": (x, w[:, :39]),
+        "x not 3-d": (x.reshape(3, 2000), w),
+        "w on another device": (x, w.to("meta")),
+        "gradient wanted": (x, w.clone().requires_grad_()),
+        "no plan for this shape": random_inputs(3, 41, 50, seed=7),
+    }
+
+
+@needs_op
+@pytest.mark.parametrize("case", list(_cases()))
+def test_the_operator_answers_none_where_the_kernel_does_not_apply(op, planned, case):
+    x, w = random_inputs(3, 40, 50, seed=7)
+    planned(x, 1)  # a plan for (3, 40, 50) only
+    assert op(x, w) is not None
+    assert op(*_cases()[case]) is None
+
+
+@needs_op
+def test_without_a_gradient_wanted_a_leaf_that_requires_grad_runs(op, planned):
+    x, w = random_inputs(3, 40, 50, seed=8)
+    planned(x, 1)
+    w.requires_grad_()
+    with torch.no_grad():
+        got = op(x, w)
+    assert got is not None and not got.requires_grad
+    assert_close(got, attnviz.reference(x, w.detach()).float(), rtol=1e-5, atol=1e-4)
+
+
+@needs_op
+def test_fused_hands_each_new_shape_to_the_operator_and_then_uses_it(op, planned, monkeypatch):
+    x, w = random_inputs(2, 64, 1024, seed=9)
+    planned(random_inputs(1, 1, 1, seed=0)[0], 1)  # no plans at all
+    native_op.clear_plans()
+    assert native_op.plan_count() == 0
+    first = fused.weighted_sum_fused(x, w)  # no plan: ctypes, and the plan handed over
+    assert native_op.plan_count() == 1
+    monkeypatch.setattr(native, "try_weighted_rows", lambda x, w: pytest.fail("ctypes again"))
+    second = fused.weighted_sum_fused(x, w)
+    assert torch.equal(first, second)
+    assert_close(second, attnviz.reference(x, w).float(), rtol=1e-5, atol=1e-4)
+
+
+@needs_op
+def test_plans_are_bounded_whatever_shapes_a_visitor_sends(op, planned):
+    planned(random_inputs(1, 1, 1, seed=0)[0], 1)
+    for t in range(1, 1200):
+        native_op.learn(torch.empty(1, t, 3), 1)
+    assert 0 < native_op.plan_count() <= 1024
+
+
+@needs_op
+def test_a_wrong_plan_is_refused_with_a_message(op):
+    with pytest.raises(RuntimeError, match="7 entries"):
+        torch.ops.attnviz.set_plan(1, [1, 2, 3], 1)
+
+
+OFF_SCRIPT = textwrap.dedent(
+    """
+    import json, torch
+    from attnviz import fused, native_op
+    x, w = torch.randn(2, 64, 1024), torch.rand(2, 64)
+    got = fused.weighted_sum_fused(x, w)
+    built = native_op.build(timeout=600)
+    ok = torch.allclose(got, (x.double() * w.double()[..., None]).sum(1).float(), atol=1e-4)
+    print(json.dumps({"ok": built.ok, "detail": built.detail, "loaded": native_op.loaded is not None,
+                      "correct": ok}))
+    """
+)
+
+
+@pytest.mark.slow
+def test_turned_off_fused_stays_on_ctypes_and_says_why():
+    env = dict(os.environ, ATTNVIZ_NATIVE_OP="0")
+    done = subprocess.run(
+        [sys.executable, "-c", OFF_SCRIPT], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    assert '"ok": false' in done.stdout and "turned off by ATTNVIZ_NATIVE_OP=0" in done.stdout
+    assert '"loaded": false' in done.stdout and '"correct": true' in done.stdout
+
+
+@pytest.mark.slow
+@needs_op
+def test_a_fresh_process_builds_the_operator_in_the_background_and_uses_it(tmp_path):
+    env = dict(os.environ, ATTNVIZ_CACHE_DIR=str(tmp_path))
+    done = subprocess.run(
+        [sys.executable, "-c", OFF_SCRIPT], env=env, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr
+    assert '"ok": true' in done.stdout and '"loaded": true' in done.stdout
+    assert '"correct": true' in done.stdout
+    built = sorted(p.name.split("-")[0] for p in tmp_path.iterdir() if p.suffix == ".so")
+    assert built == ["weighted_rows", "weighted_rows_op"]  # no temporary left behind
+
+
+@pytest.mark.slow
+@needs_op
+def test_a_process_that_exits_while_the_operator_builds_leaves_no_half_file(tmp_path):
+    env = dict(os.environ, ATTNVIZ_CACHE_DIR=str(tmp_path))
+    script = "import torch\nfrom attnviz import fused\n"
+    script += "fused.weighted_sum_fused(torch.randn(2, 64, 1024), torch.rand(2, 64))\n"
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    left = sorted(p.name for p in tmp_path.iterdir() if not p.name.endswith(".lock"))
+    assert len(left) == 1 and left[0].startswith("weighted_rows-"), left  # the C library only
