@@ -4,6 +4,7 @@ text and a too-long one gets a plain message, forged widget values are refused p
 
 from __future__ import annotations
 
+import functools
 import html
 from pathlib import Path
 
@@ -23,16 +24,38 @@ TIMEOUT = 180
 pytestmark = pytest.mark.slow  # trains in a worker process
 
 
+@functools.cache
+def _data():
+    """The corpus as tensors, prepared once for the module (its split is fixed:
+    test_pooling_train's test_split_is_fixed_and_disjoint)."""
+    return prepare()
+
+
+@functools.cache
+def _trained_here(config: TrainConfig):
+    """The run the stand-in worker hands the page for config: trained once for the module (the
+    same config gives the same run: test_pooling_train's test_same_config_same_run)."""
+    return train(config, _data())
+
+
+@functools.cache
+def _expected(config: TrainConfig):
+    """The run a test compares the page with: trained on its own, not the object the page got,
+    once per config for the module."""
+    return train(config, _data())
+
+
 class _Counting:
-    """Stands in for the worker in this process: trains here and counts the runs."""
+    """Stands in for the worker in this process: trains here and counts the runs (each test's
+    fixture counts its own; the run itself is trained once per config for the module)."""
 
     def __init__(self) -> None:
         self.calls: list[TrainConfig] = []
-        self.data = prepare()
+        self.data = _data()
 
     def __call__(self, config: TrainConfig, *, owner: str | None = None):
         self.calls.append(config)
-        return train(config, self.data)
+        return _trained_here(config)
 
 
 class _Idle:
@@ -81,7 +104,7 @@ def test_page_opens_with_a_train_button(trainer):
 def test_train_shows_the_runs_own_numbers(trainer):
     at = _trained(_app())
     (config,) = trainer.calls
-    run = train(config, trainer.data)
+    run = _expected(config)
     assert f"{100 * run.accuracies[-1]:.1f} %" in _texts(at)
     assert f"{100 * run.key_hit:.0f} %" in _texts(at)
     assert at.slider(key="lt_epoch_2").value == 2
@@ -122,7 +145,7 @@ def test_compare_states_the_traps_cost(trainer):
     at = _trained(_app())
     at.button(key="lt_compare").click().run()
     assert not at.exception
-    runs = {c.pooling: train(c, trainer.data) for c in trainer.calls}
+    runs = {c.pooling: _expected(c) for c in trainer.calls}
     lost = 100 * (runs["attention"].accuracies[-1] - runs["trap"].accuracies[-1])
     assert f"lost **{lost:.1f} points**" in _texts(at)
     table = next(d.value for d in at.dataframe if "held-out accuracy" in d.value.columns)
@@ -153,7 +176,7 @@ def test_weights_table_holds_the_epochs_numbers(trainer):
     at = _trained(_app())
     at.slider(key="lt_epoch_2").set_value(1).run()
     (config,) = trainer.calls
-    run = train(config, trainer.data)
+    run = _expected(config)
     table = next(d.value for d in at.dataframe if "weight" in d.value.columns)
     first = table[table["sentence"] == 1]
     assert list(first["word"]) == list(run.watched[0])
