@@ -129,7 +129,8 @@ def _result(page, timeout_s: float = 30) -> np.ndarray:
         if table.count() and drawn and all(drawn):
             header = table.locator("thead th").all_inner_texts()
             rows = [r.locator("td").all_inner_texts() for r in table.locator("tbody tr").all()]
-            if rows and header[:2] == ["sentence", "h0"] and rows[0][0] == "0":
+            whole = len({len(r) for r in rows}) == 1  # not a table caught mid-redraw
+            if rows and whole and header[:2] == ["sentence", "h0"] and rows[0][0] == "0":
                 return np.array([[float(v) for v in r[1:]] for r in rows])
         if time.monotonic() > deadline:
             raise AssertionError("no result table on the page")
