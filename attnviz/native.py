@@ -9,13 +9,13 @@ embedding-bag row sum 80-90%, OpenBLAS's gemv through NumPy ran near it only wit
 threads, which then slowed every torch call after it. ``csrc/weighted_rows.c`` sums rows in one
 of two ways, picked by where x sits (``mode``): where a thread's share fits in its L2, in tiles of
 256 columns with the running sums in registers, the threads sharing a sentence by its columns;
-beyond, in eight stripes of rows read side by side (eight long streams, which keep memory busy)
+beyond, in four stripes of rows read side by side (four long streams, which keep memory busy)
 into running sums in L1, threads taking units of work as they come free.
 
 The same library holds the read limit (``read_sum``): a plain read of x in C, built with the same
 flags, run on the same threads and cut the same way, into independent vector sums, so that it is
 bound by memory and not by a chain of adds: in one stream where x fits in the last-level cache,
-in eight side by side beyond (``read_mode``: each is the faster there). ``attnviz.bench`` times
+in four side by side beyond (``read_mode``: each is the faster there). ``attnviz.bench`` times
 it as the floor that every method is compared with. (``x.sum()`` is no floor: on an Intel Xeon we
 measured bmm and the kernel 20% faster than it.)
 
@@ -67,9 +67,9 @@ from attnviz.errors import AttnvizError
 SOURCE = Path(__file__).with_name("csrc") / "weighted_rows.c"
 ABI = 6  # weighted_rows_abi() in the source
 FLAGS = ("-O3", "-std=c99", "-ffp-contract=fast", "-fopenmp", "-shared", "-fPIC")
-# tried first; dropped if the compiler refuses them. GCC's unroll-and-jam would turn the kernel's
-# eight rows per step into sixteen, more streams than the registers and prefetchers keep up with
-# (measured: about half the speed in cache); compilers without it ignore the flag
+# tried first; dropped if the compiler refuses them. GCC's unroll-and-jam would multiply the
+# kernel's rows per step, more streams than the registers and prefetchers keep up with (measured
+# with eight: about half the speed in cache); compilers without it ignore the flag
 NATIVE_FLAGS = ("-march=native", "-fno-loop-unroll-and-jam")
 COMPILE_TIMEOUT_S = 60
 # How the work is cut (see plan): a thread gets at least MIN_NUMEL_PER_THREAD numbers of x (a
@@ -521,8 +521,8 @@ def read_sum(x: Tensor, *, threads: int | None = None) -> float:
     machine's read limit for a one-pass method (``attnviz.bench`` times it as the floor).
 
     Built with the kernel's flags and run on the same OpenMP threads, cut the same way, reading
-    eight streams side by side into independent vector sums, so that it is bound by memory, not
-    by a chain of adds. Its Python side is kept as lean as the kernel's (``try_weighted_rows``),
+    one stream or four side by side (``read_mode``) into independent vector sums, so that it is
+    bound by memory, not by a chain of adds. Its Python side is kept as lean as the kernel's (``try_weighted_rows``),
     so that at small sizes the floor is not slowed by checks the kernel skips. The value is a
     double summed in no fixed order: it is there so that the reads happen, not to be compared bit
     for bit. Raises RuntimeError when the kernel could not be built.

@@ -5,7 +5,7 @@
  *   /tmp/read_limit_check 65536 262144 2097152 33554432  # numbers of x: 256 KiB, 1, 8, 128 MiB
  *
  * For each n: x is n floats (T = n / 1024 rows of H = 1024), read again and again (so a small x
- * stays in cache); 300 rounds of 10 calls of each way to read (read_floats: eight streams side
+ * stays in cache); 300 rounds of 10 calls of each way to read (read_floats: four streams side
  * by side, mode 0, and one stream, mode 1) and each way to sum (weighted_rows_f32: stripes, mode
  * 0, and tiles, mode 1), the fastest round of each kept (the least disturbed on a shared
  * machine). Prints GB/s of x read by each, and the faster kernel over the faster read: the read
@@ -53,7 +53,7 @@ int main(int argc, char **argv) {
         const double gb = 10 * n * 4 / 1e9;
         const double limit = best[0] < best[1] ? best[0] : best[1];
         const double fused = best[2] < best[3] ? best[2] : best[3];
-        printf("%.3g MiB: read %.3g GB/s (8 streams) %.3g GB/s (1 stream), fused %.3g GB/s "
+        printf("%.3g MiB: read %.3g GB/s (4 streams) %.3g GB/s (1 stream), fused %.3g GB/s "
                "(stripes) %.3g GB/s (tiles), fused / limit %.3g\n",
                n * 4 / 1048576.0, gb / best[0], gb / best[1], gb / best[2], gb / best[3],
                limit / fused);

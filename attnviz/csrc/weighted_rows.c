@@ -16,9 +16,9 @@
  *
  * Two ways to sum a sentence's rows, chosen per call by the caller (shape[6], ``plan`` in
  * attnviz/native.py), because each is the faster one where the other is slow:
- *   mode 0, stripes (sum_rows): eight rows at a time, one from each of eight stripes of the
- *     rows, into running sums in L1 (one load and one store of them per eight rows read): x is
- *     read as eight long sequential streams, which keeps memory busy once x comes from DRAM;
+ *   mode 0, stripes (sum_rows): four rows at a time, one from each of four stripes of the
+ *     rows, into running sums in L1 (one load and one store of them per four rows read): x is
+ *     read as four long sequential streams, which keeps memory busy once x comes from DRAM;
  *   mode 1, tiles (sum_rows_tiled): TILE columns at a time, the running sums in registers, every
  *     row of the sentence in turn: nothing but x is loaded, the fastest from L2, and no use
  *     beyond it (a row's TILE columns are a short run the prefetchers do not follow).
@@ -46,15 +46,17 @@ typedef float vec16 __attribute__((vector_size(64), aligned(4), may_alias));
 
 /* s[0:h] = sum over t < rows of w[t] * x[t*h : t*h + h]
  *
- * The rows are read as eight stripes side by side: stripe k is rows k*st .. k*st + st-1 (st =
- * rows / 8), and each step adds row i of every stripe, so x is read as eight sequential streams
- * far apart, as the read limit (read_floats below) reads it. Eight neighbouring rows read side
- * by side instead made eight short streams that restart on every step: measured, 0.63-0.87 of
- * the read limit from DRAM on one thread (0.64 with H = 777) against 0.95-1.06 as stripes. The
- * last rows % 8 rows follow four and then one at a time. */
+ * The rows are read as four stripes side by side: stripe k is rows k*st .. k*st + st-1 (st =
+ * rows / 4), and each step adds row i of every stripe, so x is read as four sequential streams
+ * far apart, as the read limit (read_floats below) reads it. Neighbouring rows read side by
+ * side instead made short streams that restart on every step: measured, 0.63-0.87 of the read
+ * limit from DRAM on one thread (0.64 with H = 777) against 0.95-1.06 as stripes. Four stripes,
+ * not eight: in the last-level cache eight were 0.81-0.89 of a one-stream read on one thread,
+ * 0.76-0.85 on two, four 0.93-1.0 and 0.87-0.96 (8-16 MiB, plain C), and from DRAM as fast.
+ * The last rows % 4 rows follow one at a time. */
 static void sum_rows(const float *restrict x, const float *restrict w, float *restrict s,
                      long rows, long h) {
-    const long st = rows / 8; /* rows per stripe */
+    const long st = rows / 4; /* rows per stripe */
     const long d = st * h;    /* numbers from one stripe to the next */
     for (long j0 = 0; j0 < h; j0 += BLOCK_H) {
         const long n = (h - j0 < BLOCK_H) ? h - j0 : BLOCK_H;
@@ -62,24 +64,12 @@ static void sum_rows(const float *restrict x, const float *restrict w, float *re
         for (long j = 0; j < n; j++) acc[j] = 0.0f;
         for (long i = 0; i < st; i++) {
             const float *restrict r0 = x + i * h + j0, *restrict r1 = r0 + d, *restrict r2 = r1 + d,
-                                  *restrict r3 = r2 + d, *restrict r4 = r3 + d,
-                                  *restrict r5 = r4 + d, *restrict r6 = r5 + d,
-                                  *restrict r7 = r6 + d; /* row i of stripes 0 .. 7 */
+                                  *restrict r3 = r2 + d; /* row i of stripes 0 .. 3 */
             const float w0 = w[i], w1 = w[i + st], w2 = w[i + 2 * st], w3 = w[i + 3 * st];
-            const float w4 = w[i + 4 * st], w5 = w[i + 5 * st], w6 = w[i + 6 * st],
-                        w7 = w[i + 7 * st];
             for (long j = 0; j < n; j++)
-                acc[j] += (w0 * r0[j] + w1 * r1[j] + w2 * r2[j] + w3 * r3[j]) +
-                          (w4 * r4[j] + w5 * r5[j] + w6 * r6[j] + w7 * r7[j]);
+                acc[j] += (w0 * r0[j] + w1 * r1[j]) + (w2 * r2[j] + w3 * r3[j]);
         }
-        long t = 8 * st;
-        for (; t + 4 <= rows; t += 4) {
-            const float *restrict r = x + t * h + j0; /* rows t .. t+3, h apart */
-            const float w0 = w[t], w1 = w[t + 1], w2 = w[t + 2], w3 = w[t + 3];
-            for (long j = 0; j < n; j++)
-                acc[j] += w0 * r[j] + w1 * r[j + h] + w2 * r[j + 2 * h] + w3 * r[j + 3 * h];
-        }
-        for (; t < rows; t++) {
+        for (long t = 4 * st; t < rows; t++) {
             const float *restrict r = x + t * h + j0;
             const float w0 = w[t];
             for (long j = 0; j < n; j++) acc[j] += w0 * r[j];
@@ -90,7 +80,7 @@ static void sum_rows(const float *restrict x, const float *restrict w, float *re
 /* s[0:cols] = sum over t < rows of w[t] * x[t*h : t*h + cols] (rows h numbers apart), TILE
  * columns at a time with the sums in registers (mode 1; the columns past the last whole tile row
  * by row, as in sum_rows' tail). Measured on one thread in L2: 0.98-1.02 of a one-stream read,
- * against 0.80-0.85 for sum_rows, whose running sums cost a load and a store per eight rows;
+ * against 0.80-0.85 for sum_rows, whose running sums cost a load and a store per four rows;
  * from L3 0.59-0.72 and from DRAM 0.41 (the rows' short runs), where sum_rows is the one to use. */
 static void sum_rows_tiled(const float *restrict x, const float *restrict w, float *restrict s,
                            long rows, long h, long cols) {
@@ -196,7 +186,8 @@ void weighted_rows_f32(const float *x, const float *w, float *out, float *partia
  * kernel: ``read_plan`` in attnviz/native.py):
  *   mode 0 (read_block): READ_STREAMS parts of a unit side by side, as the kernel's stripes read
  *     rows (one stream alone leaves memory idle between the prefetcher's requests: measured, a
- *     single stream read 15-30% slower than the kernel from DRAM);
+ *     single stream read 15-30% slower than the kernel from DRAM; four streams read as fast as
+ *     eight, and the four stripes' kernel was up to 7% faster than eight streams);
  *   mode 1 (read_run): one stream, TILE numbers a step, as the kernel's tiles read a row: from
  *     the caches 3-8% faster than mode 0 (measured at 256 KiB-16 MiB on one thread).
  * Each into vectors of running sums of their own (GCC/Clang vector types): each add waits on
@@ -206,20 +197,20 @@ void weighted_rows_f32(const float *x, const float *w, float *out, float *partia
  * returned so that the compiler cannot drop the reads; its last bits are not meant to be
  * compared.
  */
-#define READ_STREAMS 8
+#define READ_STREAMS 4
 static double read_block(const float *restrict x, long n) {
-    const long len = n / (READ_STREAMS * 16) * 16; /* numbers per stream */
+    const long len = n / (READ_STREAMS * 32) * 32; /* numbers per stream */
     vec16 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, a4 = {0}, a5 = {0}, a6 = {0}, a7 = {0};
-    for (long i = 0; i < len; i += 16) {
+    for (long i = 0; i < len; i += 32) {
         const float *p = x + i;
         a0 += *(const vec16 *)(p);
-        a1 += *(const vec16 *)(p + len);
-        a2 += *(const vec16 *)(p + 2 * len);
-        a3 += *(const vec16 *)(p + 3 * len);
-        a4 += *(const vec16 *)(p + 4 * len);
-        a5 += *(const vec16 *)(p + 5 * len);
-        a6 += *(const vec16 *)(p + 6 * len);
-        a7 += *(const vec16 *)(p + 7 * len);
+        a1 += *(const vec16 *)(p + 16);
+        a2 += *(const vec16 *)(p + len);
+        a3 += *(const vec16 *)(p + len + 16);
+        a4 += *(const vec16 *)(p + 2 * len);
+        a5 += *(const vec16 *)(p + 2 * len + 16);
+        a6 += *(const vec16 *)(p + 3 * len);
+        a7 += *(const vec16 *)(p + 3 * len + 16);
     }
     const vec16 sum = ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7));
     double s = 0.0;
