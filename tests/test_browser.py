@@ -240,9 +240,19 @@ TYPED = [  # (typed, the number it means or None, what the message says)
 ]
 
 
-@pytest.mark.parametrize(("typed", "value", "says"), TYPED, ids=[t for t, _, _ in TYPED])
-def test_typed_numbers_are_read_or_refused_with_what_was_typed(tab, server, typed, value, says):
+def test_typed_numbers_are_read_or_refused_with_what_was_typed(tab, server):
+    """Each of TYPED typed in turn into net_output[0, 1, 2] on one page, the refusals first: a
+    refused one is named in its message, stays visible in its cell and keeps the classic result;
+    a read one gives the classic example with that number. A failure names what was typed."""
     page = _open(tab, server)
+    for typed, value, says in sorted(TYPED, key=lambda case: case[1] is not None):
+        try:
+            _type_a_number(page, typed, value, says)
+        except Exception as e:  # an assertion or a wait that timed out: say which value
+            raise AssertionError(f"typed {typed!r}: {e}") from e
+
+
+def _type_a_number(page, typed: str, value: float | None, says: str | None) -> None:
     _edit_cell(page, 0, 1, 2, typed)  # net_output[0, 1, 2]
     x, w = examples.classic()
     if value is not None:
@@ -251,6 +261,7 @@ def test_typed_numbers_are_read_or_refused_with_what_was_typed(tab, server, type
         np.testing.assert_allclose(_wait_result(page, expected), expected, **SHOWN)
     else:
         alert = page.locator('[data-testid="stAlert"]', has_text="net_output[0, 1, 2]")
+        alert = alert.filter(has_text=says)  # this value's message, not the one before it
         alert.first.wait_for(timeout=WAIT_MS)
         assert says in alert.first.inner_text()
         assert typed in _frame(page, 0)[1]  # what was typed stays visible in its cell
