@@ -82,15 +82,15 @@ UNITS_PER_THREAD = 4
 MIN_PIECE_ROWS = 32
 # Where x sits decides how it is read (the kernel's and the read limit's ``mode``): a thread's
 # share of x up to L2_SHARE times its L2 is summed in tiles (the running sums in registers; from
-# L2 0.98-1.02 of a one-stream read, where stripes reached 0.80-0.85; still ahead at 2x L2),
-# larger shares in stripes (tiles fell to 0.59-0.72 from L3 and 0.41 from DRAM). Where x fits
+# L2 0.98-1.03 of a one-stream read, where four stripes reached 0.96), larger shares in stripes
+# (at 2x L2 stripes 0.96 and tiles 0.86; tiles fell to 0.59-0.72 from L3 and 0.41 from DRAM). Where x fits
 # in the last-level cache, one unit per thread: there more units cost more than the balance
 # they buy (measured at 2 threads: 0.74-0.80 of the read limit with 4 units a thread, 0.86-0.95
 # with one).
 # The read limit reads x in one stream where it fits in the last-level cache (3-8% faster
 # there) and in READ_STREAMS streams beyond (one stream was 15-30% slower from DRAM).
 STRIPES, TILES = 0, 1
-L2_SHARE = 2
+L2_SHARE = 1
 DEFAULT_L2_BYTES = 256 * 2**10  # where the machine does not say: the smallest L2 of a current CPU
 DEFAULT_LLC_BYTES = 8 * 2**20
 

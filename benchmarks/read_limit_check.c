@@ -10,7 +10,7 @@
  * 0, and tiles, mode 1), the fastest round of each kept (the least disturbed on a shared
  * machine). Prints GB/s of x read by each, and the faster kernel over the faster read: the read
  * limit is the faster read (attnviz.native picks one stream where x fits in the last-level cache,
- * tiles where a thread's share fits in twice its L2).
+ * tiles where a thread's share fits in its L2).
  */
 #include <stdio.h>
 #include <stdlib.h>

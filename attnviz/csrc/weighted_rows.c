@@ -79,9 +79,10 @@ static void sum_rows(const float *restrict x, const float *restrict w, float *re
 
 /* s[0:cols] = sum over t < rows of w[t] * x[t*h : t*h + cols] (rows h numbers apart), TILE
  * columns at a time with the sums in registers (mode 1; the columns past the last whole tile row
- * by row, as in sum_rows' tail). Measured on one thread in L2: 0.98-1.02 of a one-stream read,
- * against 0.80-0.85 for sum_rows, whose running sums cost a load and a store per four rows;
- * from L3 0.59-0.72 and from DRAM 0.41 (the rows' short runs), where sum_rows is the one to use. */
+ * by row, as in sum_rows' tail). Measured on one thread in L2: 0.98-1.03 of a one-stream read,
+ * against 0.96 for sum_rows, whose running sums cost a load and a store per four rows; at twice
+ * L2 0.86 (stripes 0.96), from L3 0.59-0.72 and from DRAM 0.41 (the rows' short runs), where
+ * sum_rows is the one to use. */
 static void sum_rows_tiled(const float *restrict x, const float *restrict w, float *restrict s,
                            long rows, long h, long cols) {
     long j0 = 0;
