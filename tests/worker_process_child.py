@@ -6,10 +6,19 @@ s seconds and spins past it; ("nice", None) lowers its priority and says its nic
 from __future__ import annotations
 
 import os
+import sys
 import time
+import types
+from pathlib import Path
 
-from attnviz import worker_process
-from attnviz.worker_process import Status
+# attnviz.worker_process alone (it imports nothing of attnviz's): the package's own __init__
+# imports torch, ~2 CPU-s for every child the tests start, and this child needs none of it
+_PACKAGE = types.ModuleType("attnviz")
+_PACKAGE.__path__ = [str(Path(__file__).resolve().parents[1] / "attnviz")]
+sys.modules.setdefault("attnviz", _PACKAGE)
+
+from attnviz import worker_process  # noqa: E402
+from attnviz.worker_process import Status  # noqa: E402
 
 
 def answer(job_id: int, payload: object) -> tuple:
