@@ -22,6 +22,15 @@ def short_run(data):
     return train(TrainConfig(epochs=2), data)
 
 
+@pytest.fixture(scope="module")
+def reported_run(data):
+    """The same config trained again, on its own, with on_epoch recording what it reports:
+    (the run, the reports)."""
+    seen = []
+    run = train(TrainConfig(epochs=2), data, on_epoch=lambda *a: seen.append(a))
+    return run, seen
+
+
 def test_split_is_fixed_and_disjoint(data):
     again = prepare()
     assert torch.equal(data.test_ids, again.test_ids)
@@ -30,8 +39,8 @@ def test_split_is_fixed_and_disjoint(data):
     assert len(data.test_labels) == int(corpus.SIZE * 0.2)
 
 
-def test_same_config_same_run(data, short_run):
-    again = train(TrainConfig(epochs=2), data)
+def test_same_config_same_run(short_run, reported_run):
+    again, _ = reported_run  # a second training of the same config (on_epoch only listens)
     np.testing.assert_array_equal(again.losses, short_run.losses)
     np.testing.assert_array_equal(again.weights, short_run.weights)
     for k, v in short_run.state.items():
@@ -51,9 +60,8 @@ def test_run_shapes(short_run):
     np.testing.assert_allclose(short_run.weights.sum(axis=2), 1.0, rtol=1e-5)
 
 
-def test_on_epoch_reports_each_epoch(data):
-    seen = []
-    run = train(TrainConfig(epochs=2), data, on_epoch=lambda *a: seen.append(a))
+def test_on_epoch_reports_each_epoch(reported_run):
+    run, seen = reported_run
     assert [a[0] for a in seen] == [1, 2]
     assert seen[-1][2] == run.accuracies[-1]
 
