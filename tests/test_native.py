@@ -135,6 +135,31 @@ def test_empty_axes_give_the_reference_result(b, t, h):
 
 
 @needs_kernel
+@pytest.mark.parametrize("h", [777, 9, 2050])  # rows off the 64-byte lines: read as whole lines
+def test_a_nan_next_to_a_row_stays_out_of_its_sums(h, summed_in):
+    """Where H is not a multiple of 16 the kernel reads each row's lines whole, numbers of the
+    next row included: a NaN or inf there must reach only its own column."""
+    x, w = random_inputs(2, 40, h, seed=h)
+    x[:, :, 0] = float("nan")  # first of every row: just past the previous row's last number
+    x[:, :, 1] = float("inf")
+    x[:, :, 2:] = x[:, :, 2:].nan_to_num()
+    got = native.weighted_rows(x, w, threads=2)
+    assert got[:, 0].isnan().all() and (got[:, 1] == float("inf")).all()
+    assert_close(got[:, 2:], expected(x[:, :, 2:], w), rtol=1e-5, atol=1e-4)
+
+
+@needs_kernel
+@pytest.mark.parametrize("offset", [1, 5, 16])
+def test_a_view_that_starts_off_a_line_is_summed_right(offset, summed_in):
+    x, w = random_inputs(3, 50, 1024, seed=offset)
+    flat = torch.empty(offset + x.numel())
+    flat[offset:] = x.reshape(-1)
+    view = flat[offset:].view(3, 50, 1024)  # contiguous, its rows off the 64-byte lines
+    assert view.is_contiguous() and view.data_ptr() % 64 == (4 * offset) % 64
+    assert_close(native.weighted_rows(view, w, threads=2), expected(x, w), rtol=1e-5, atol=1e-4)
+
+
+@needs_kernel
 def test_nan_and_inf_propagate_like_the_one_liner():
     x, w = random_inputs(2, 64, 600, seed=2)
     x[0, 5, 7] = float("nan")
