@@ -145,8 +145,12 @@ static void sum_rows(const float *restrict x, const float *restrict w, float *re
 }
 
 /* s[0:cols] = sum over t < rows of w[t] * x[t*h : t*h + cols] (rows h numbers apart), TILE
- * columns at a time with the sums in registers (mode 1; the columns past the last whole tile row
- * by row, as in sum_rows' tail). Measured on one thread in L2: 0.98-1.03 of a one-stream read,
+ * columns at a time with the sums in registers (mode 1; the columns past the last whole tile in
+ * registers too where ALIGNED_STEPS reads whole lines, else row by row as in sum_rows' tail:
+ * there each row's update waited on the last one's through memory, and at 3x61x777 in L2 the
+ * kernel ran at 0.58 of the read limit, 0.75 with the sums in registers; with H = 784 0.92 and
+ * 0.95, with H = 768, no rest, 0.99. Rows off the lines were also tried read as whole lines and
+ * permuted, as in stripes_realigned: 0.54, slower than the straddling loads here). Measured on one thread in L2: 0.98-1.03 of a one-stream read,
  * against 0.96 for sum_rows, whose running sums cost a load and a store per four rows; at twice
  * L2 0.86 (stripes 0.96), from L3 0.59-0.72 and from DRAM 0.41 (the rows' short runs), where
  * sum_rows is the one to use. */
@@ -163,6 +167,31 @@ static void sum_rows_tiled(const float *restrict x, const float *restrict w, flo
         }
         for (int k = 0; k < TILE_VECS; k++) *(vec16 *)(s + j0 + 16 * k) = a[k];
     }
+#ifdef ALIGNED_STEPS
+    if (j0 < cols) { /* the last columns (fewer than a tile), in registers too */
+        const long n = cols - j0, nv = (n + 15) / 16;
+        vec16 a[TILE_VECS];
+        for (int k = 0; k < TILE_VECS; k++) a[k] = (vec16){0};
+        const float *p = x + j0;
+        for (long t = 0; t < rows; t++, p += h) {
+            const float u = w[t];
+            const long m = (long)(((uintptr_t)p & 63) / 4); /* numbers before p on its line */
+            const vec16 *line = (const vec16 *)(p - m);
+            ivec16 pick;
+            for (int k = 0; k < 16; k++) pick[k] = (int)m + k;
+            vec16 lo = line[0];
+            for (int k = 0; k < TILE_VECS; k++) {
+                if (k < nv) { /* lines that hold numbers of the row only, as stripes_realigned */
+                    const vec16 hi = 16 * (k + 1) - m < n ? line[k + 1] : lo;
+                    a[k] += u * (m ? __builtin_shuffle(lo, hi, pick) : lo);
+                    lo = hi;
+                }
+            }
+        }
+        for (long j = 0; j < n; j++) s[j0 + j] = a[j / 16][j % 16]; /* lanes past the row: never */
+        return;
+    }
+#endif
     if (j0 < cols) {
         float *restrict acc = s + j0;
         const long n = cols - j0;
