@@ -416,6 +416,8 @@ def test_rows_are_summed_in_tiles_in_l2_and_in_stripes_beyond(monkeypatch):
     assert native.mode(4, 64, 1024, 2) == native.TILES
     assert native.mode(48, 512, 1024, 2) == native.STRIPES  # 96 MiB
     assert native.mode(64, 64, tile - 1, 1) == native.STRIPES  # no whole tile in a row
+    # rows off the 64-byte lines: stripes read them as whole lines, faster than tiles in L2 too
+    assert native.mode(3, 61, 777, 1) == (native.STRIPES if native._realigns() else native.TILES)
     assert native.read_mode(2**18) == native.TILES  # in the last-level cache: one stream
     assert native.read_mode(2**24) == native.STRIPES  # 64 MiB: streams side by side
 
