@@ -18,6 +18,9 @@ speed at small sizes as well.
   version and the C library; one process compiles while the others wait on a file lock.
 - Off: ``ATTNVIZ_NATIVE=0`` (no C kernel at all) or ``ATTNVIZ_NATIVE_OP=0`` (ctypes only); no C++
   compiler, no torch headers or a failed build: fused stays on ctypes, and ``build()`` says why.
+- ``ATTNVIZ_NATIVE_OP=cached``: load the operator once it is in the cache, never compile it (and
+  look again every RETRY_S seconds). The bounded workers run so (``worker_process``): a compile
+  there would count against a visitor's job, and a job killed mid-compile would compile again.
 
 No user text is ever compiled: the source is this package's own file.
 """
@@ -45,6 +48,9 @@ SOURCE = Path(__file__).with_name("csrc") / "weighted_rows_op.cpp"
 STANDARDS = ("-std=c++20", "-std=c++17")  # the first the compiler takes
 FLAGS = ("-O2", "-fPIC", "-shared", "-w")  # -w: torch's headers warn under some standards
 COMPILE_TIMEOUT_S = 180
+NOT_YET = "not built yet"
+CACHED_ONLY = "ATTNVIZ_NATIVE_OP=cached"
+RETRY_S = 30.0  # with ATTNVIZ_NATIVE_OP=cached: how often fused looks for the built operator
 
 # torch.ops.attnviz.weighted_rows once built and loaded, else None: fused reads it on every call
 loaded = None
@@ -53,6 +59,7 @@ _lock = threading.Lock()
 _started = threading.Event()
 _done = threading.Event()
 _compiling: subprocess.Popen | None = None  # the compiler while it runs
+_retry_at: float | None = None  # ATTNVIZ_NATIVE_OP=cached and not built yet: look again then
 _closing = False  # the process is exiting: no compile starts
 
 
@@ -117,9 +124,33 @@ def _stop_compiling() -> None:
         _done.wait(10)  # the build thread removes its temporary
 
 
+def _compile_locked(
+    cxx: list[str], abi: str, include: Path, lib: Path, kernel: Path, path: Path
+) -> float | None | str:
+    """Compile SOURCE to ``path`` unless it is there, one process at a time (a file lock: the
+    others wait, then load it): seconds spent, None when it was there, or the compiler's words."""
+    import fcntl  # POSIX, as the C kernel is (it is off on Windows)
+
+    with open(kernel.parent / f"{path.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if path.exists():
+            return None
+        t0 = time.perf_counter()
+        error = ""
+        for std in STANDARDS:
+            links = [f"-L{lib}", "-ltorch_cpu", "-lc10", str(kernel)]
+            rpaths = [f"-Wl,-rpath,{lib}", f"-Wl,-rpath,{kernel.parent}"]
+            cmd = [*cxx, std, *FLAGS, abi, f"-I{include}", str(SOURCE), *links, *rpaths, "-o"]
+            error = _compile(cmd, path)
+            if not error:
+                return time.perf_counter() - t0
+        return error
+
+
 def _build_once(kernel: native.Build) -> native.Build:
     global loaded
-    if os.environ.get("ATTNVIZ_NATIVE_OP", "1").strip() == "0":
+    setting = os.environ.get("ATTNVIZ_NATIVE_OP", "1").strip()
+    if setting == "0":
         return native.Build(False, "turned off by ATTNVIZ_NATIVE_OP=0")
     if not kernel.ok or kernel.path is None:
         return native.Build(False, f"no C kernel to wrap: {kernel.detail}")
@@ -137,23 +168,14 @@ def _build_once(kernel: native.Build) -> native.Build:
     parts = (SOURCE.read_text(encoding="utf-8"), shlex.join(cxx), version, torch.__version__, abi)
     key = hashlib.sha256("\0".join((*parts, kernel.path.name)).encode()).hexdigest()[:16]
     path = kernel.path.parent / f"weighted_rows_op-{key}.so"
-    import fcntl  # POSIX, as the C kernel is (it is off on Windows)
-
     compile_s = None
-    with open(kernel.path.parent / f"{path.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # one process compiles, the others wait and load it
+    if setting == "cached":  # a bounded worker: load what the server built, never compile
         if not path.exists():
-            t0 = time.perf_counter()
-            for std in STANDARDS:
-                links = [f"-L{lib}", "-ltorch_cpu", "-lc10", str(kernel.path)]
-                rpaths = [f"-Wl,-rpath,{lib}", f"-Wl,-rpath,{kernel.path.parent}"]
-                cmd = [*cxx, std, *FLAGS, abi, f"-I{include}", str(SOURCE), *links, *rpaths, "-o"]
-                error = _compile(cmd, path)
-                if not error:
-                    break
-            if error:
-                return native.Build(False, f"compiling {SOURCE.name} failed: {error}")
-            compile_s = time.perf_counter() - t0
+            return native.Build(False, f"{NOT_YET}: this process only loads it ({CACHED_ONLY})")
+    else:
+        compile_s = _compile_locked(cxx, abi, include, lib, kernel.path, path)
+        if isinstance(compile_s, str):
+            return native.Build(False, f"compiling {SOURCE.name} failed: {compile_s}")
     try:
         torch.ops.load_library(str(path))
         abi_seen = torch.ops.attnviz.kernel_abi()
@@ -169,9 +191,11 @@ def _build_once(kernel: native.Build) -> native.Build:
 
 
 def _run_build(kernel: native.Build) -> None:
-    global _outcome
+    global _outcome, _retry_at
     try:
         _outcome = _build_once(kernel)
+        if _outcome.detail.startswith(NOT_YET):  # the server may build it meanwhile
+            _retry_at = time.monotonic() + RETRY_S
     except Exception as e:  # a background thread: say it, never lose it
         _outcome = native.Build(False, f"building the operator failed: {e!r}")
     finally:
@@ -187,7 +211,9 @@ def start() -> None:
         if not _started.is_set():
             kernel = native.build()
             name = "attnviz-op-build"
-            atexit.register(_stop_compiling)
+            if not _done.is_set():  # the first start, not a look again (_look_again)
+                atexit.register(_stop_compiling)
+            _done.clear()
             threading.Thread(target=_run_build, args=(kernel,), name=name, daemon=True).start()
             _started.set()
 
@@ -202,12 +228,25 @@ def build(timeout: float | None = None) -> native.Build:
     return _outcome
 
 
+def _look_again() -> None:
+    """ATTNVIZ_NATIVE_OP=cached: look for the operator again (the server may have built it)."""
+    global _retry_at
+    with _lock:
+        if _retry_at is None or not _done.is_set():
+            return
+        _retry_at = None
+        _started.clear()
+    start()
+
+
 def learn(x: Tensor, threads: int) -> None:
     """Hand the operator the plan for x's shape on ``threads`` threads (``native.plan``), which
     the ctypes path just ran; the first call starts the operator's build."""
     if loaded is None:
         if not _started.is_set():
             start()
+        elif _retry_at is not None and time.monotonic() >= _retry_at:
+            _look_again()
         return
     b, t, h = x.shape
     shape, split = native.call_plan(b, t, h, threads)

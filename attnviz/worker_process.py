@@ -86,8 +86,13 @@ class WorkerProcess:
         if self.alive():
             return
         self.stop()
+        env = dict(os.environ)
+        if env.get("ATTNVIZ_NATIVE_OP", "1").strip() != "0":
+            # the child loads the C kernel's PyTorch operator once the server has built it, and
+            # never compiles it: ~10 s of compiling would count against a visitor's job
+            env["ATTNVIZ_NATIVE_OP"] = "cached"
         proc = subprocess.Popen(
-            self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, close_fds=True
+            self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, close_fds=True, env=env
         )
         self.proc = proc
         self.requests = Connection(os.dup(proc.stdin.fileno()), readable=False)

@@ -2,6 +2,7 @@
 both ways of summing and on several threads, the same bits as the ctypes call, None wherever the
 kernel does not apply, plans handed over by fused, bounded, and the switch that turns it off."""
 
+import json
 import os
 import subprocess
 import sys
@@ -196,3 +197,45 @@ def test_a_process_that_exits_while_the_operator_builds_leaves_no_half_file(tmp_
     assert done.returncode == 0, done.stderr
     left = sorted(p.name for p in tmp_path.iterdir() if not p.name.endswith(".lock"))
     assert len(left) == 1 and left[0].startswith("weighted_rows-"), left  # the C library only
+
+
+CACHED_SCRIPT = textwrap.dedent(
+    """
+    import json, os, shutil, sys, torch
+    from attnviz import fused, native, native_op
+    native_op.RETRY_S = 0.0  # look again at once
+    x, w = torch.randn(2, 64, 1024), torch.rand(2, 64)
+    fused.weighted_sum_fused(x, w)
+    first = native_op.build(timeout=60)
+    if len(sys.argv) > 1:  # the server builds it meanwhile: here, a copy of a built one
+        shutil.copy(sys.argv[1], native.build().path.parent)
+    fused.weighted_sum_fused(x, w)  # looks again
+    second = native_op.build(timeout=60)
+    got = fused.weighted_sum_fused(x, w)
+    ok = torch.allclose(got, (x.double() * w.double()[..., None]).sum(1).float(), atol=1e-4)
+    print(json.dumps({"first": first.detail, "second": second.ok, "correct": ok,
+                      "files": sorted(os.listdir(native.build().path.parent))}))
+    """
+)
+
+
+@pytest.mark.slow
+@needs_op
+@pytest.mark.parametrize("built", [False, True], ids=["never built", "built meanwhile"])
+def test_a_worker_only_loads_the_operator_the_server_built(op, tmp_path, built):
+    server_op = native_op.build().path  # this process's, in the run's cache
+    env = dict(os.environ, ATTNVIZ_CACHE_DIR=str(tmp_path), ATTNVIZ_NATIVE_OP="cached")
+    args = [str(server_op)] if built else []
+    done = subprocess.run(
+        [sys.executable, "-c", CACHED_SCRIPT, *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["first"].startswith("not built yet") and out["correct"]
+    assert out["second"] is built
+    compiled = [f for f in out["files"] if f.startswith("weighted_rows_op") and f != server_op.name]
+    assert compiled == []  # nothing compiled here, no temporary, no lock
