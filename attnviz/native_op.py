@@ -13,7 +13,8 @@ speed at small sizes as well.
   float32 or not on the CPU, x not contiguous (B, T, H), w not (B, T), a gradient wanted).
 - Build: ``c++ -O2 -std=c++20`` (``$CXX`` if set, else c++, g++ or clang++; C++17 where 20 is
   refused) against the headers and libraries of the installed torch, ~10 s, in a background
-  thread started by the first ``learn``: until it is loaded, fused runs on ctypes. Cached next to
+  thread started by the first ``learn`` (or the app's start), at the lowest priority (``nice``):
+  until it is loaded, fused runs on ctypes. Cached next to
   the C library (``native.cache_dir``), named by a hash of the source, the compiler, torch's
   version and the C library; one process compiles while the others wait on a file lock.
 - Off: ``ATTNVIZ_NATIVE=0`` (no C kernel at all) or ``ATTNVIZ_NATIVE_OP=0`` (ctypes only); no C++
@@ -50,6 +51,9 @@ FLAGS = ("-O2", "-fPIC", "-shared", "-w")  # -w: torch's headers warn under some
 COMPILE_TIMEOUT_S = 180
 NOT_YET = "not built yet"
 CACHED_ONLY = "ATTNVIZ_NATIVE_OP=cached"
+# the compiler runs at the lowest priority: it takes only what the process's own work leaves
+# (a benchmark's first seconds, a page's run) and never competes with it for a core
+_NICE = ("nice", "-n", "19") if shutil.which("nice") else ()
 RETRY_S = 30.0  # with ATTNVIZ_NATIVE_OP=cached: how often fused looks for the built operator
 
 # torch.ops.attnviz.weighted_rows once built and loaded, else None: fused reads it on every call
@@ -91,7 +95,7 @@ def _compile(cmd: list[str], dest: Path) -> str:
             if _closing:
                 return "the process is exiting"
             proc = subprocess.Popen(
-                [*cmd, tmp], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+                [*_NICE, *cmd, tmp], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
             )
             _compiling = proc
         try:
