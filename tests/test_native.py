@@ -233,6 +233,21 @@ def test_read_sum_is_the_sum_of_every_number(n, threads, fine_grained):
 
 
 @needs_kernel
+@pytest.mark.parametrize("threads", [1, 2])
+def test_read_sum_from_memory_reads_units_and_every_number(threads, monkeypatch):
+    monkeypatch.setattr(native, "_caches", lambda: (2**10, 2**12))  # x "past" a 4 KiB LLC
+    monkeypatch.setattr(native, "READ_UNIT_NUMEL", 1000)
+    monkeypatch.setattr(native, "MIN_NUMEL_PER_THREAD", 1)
+    native._read_plan.cache_clear()
+    try:
+        assert native.read_plan(70_001, threads) == (threads, 1000)
+        x = torch.arange(70_001, dtype=torch.float32) % 7  # exact in float32 and in the sum
+        assert native.read_sum(x, threads=threads) == float(x.double().sum())
+    finally:
+        native._read_plan.cache_clear()
+
+
+@needs_kernel
 def test_read_sum_reads_a_b_t_h_tensor_whole():
     x, _ = random_inputs(3, 17, 17, seed=4)  # T == H
     assert native.read_sum(x) == pytest.approx(float(x.double().sum()), rel=1e-5, abs=1e-4)
