@@ -16,10 +16,12 @@ speed of a plain read, and never writes a (B, T, H) temporary (the one-liner doe
   ``atomic_add``, give the same bits on every run and need no zero-filled output.
 - CPU: a weighted sum of rows. x is viewed as B*T rows of H numbers and each sentence's rows are
   summed with its weights in one streaming pass, no (B, T, H) temporary. For float32 the pass is
-  our C kernel (``attnviz.native``, compiled on first use, on PyTorch's OpenMP threads), which we
-  measured in plain C at 0.98-1.02 of the machine's read limit (a C read loop) in L2, 0.81-0.98
-  in L3 and 0.91 from DRAM on one thread, and through this function at 0.94-0.99 from DRAM
-  (benchmarks/RESULTS.md: a call's fixed ~4 µs shows at smaller sizes). Without a C compiler,
+  our C kernel (``attnviz.native``, compiled on first use, on PyTorch's OpenMP threads; called as
+  a PyTorch operator, ``attnviz.native_op``, once that is built, through ctypes until then), which
+  we measured through this function at 0.94-0.99 of the machine's read limit (a C read loop) in
+  L2, 0.97-1.02 in L3 on one thread and 0.84-0.91 on two, and 0.93-0.98 from DRAM, H a multiple
+  of 16 or not (benchmarks/RESULTS.md; rows off the 64-byte lines in L2: 0.84-0.87). Without a C
+  compiler,
   for the other dtypes and for inputs that need gradients, the same row sum runs through PyTorch's
   embedding-bag kernel (``weighted_sum_rows``, ``F.embedding_bag(..., per_sample_weights=w)``,
   sentences cut into chunks when B is small), which has a backward and is somewhat slower.
