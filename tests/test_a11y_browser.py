@@ -55,13 +55,19 @@ def tab(url):
         browser.close()
 
 
+#: the last run has ended and redrawn every element: none is stale (faded, its contrast lower
+#: until the run redraws it) and no status widget shows; the same test as test_reflow_browser's
+SETTLED_JS = """() =>
+  !!document.querySelector('[data-testid="stApp"][data-test-script-state="notRunning"]')
+  && !document.querySelector('[data-stale="true"], [data-testid="stStatusWidget"]')"""
+
+
 def _settle(page) -> None:
-    page.wait_for_selector(
-        '[data-testid="stApp"][data-test-script-state="notRunning"]',
-        state="attached",
-        timeout=WAIT_MS,
-    )
-    page.wait_for_timeout(300)  # the page's script marks the plots on the next animation frame
+    # twice, 300 ms apart: a click's rerun may start only after the first check passed (seen on
+    # a busy machine: axe audited the faded page of a rerun that had just begun)
+    for _ in range(2):
+        page.wait_for_function(SETTLED_JS, timeout=WAIT_MS)
+        page.wait_for_timeout(300)  # the page's script marks the plots on the next frame
 
 
 def _open(page, url: str, ready: str) -> None:
