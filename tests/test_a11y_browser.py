@@ -19,6 +19,7 @@ from attnviz.figures.contrast import contrast
 from attnviz.ui.sections import TABS
 from scripts import streamlit_server
 from scripts.chromium import CHROMIUM, CHROMIUM_ARGS
+from tests.page_steps import open_expander
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -141,7 +142,7 @@ def test_the_live_class_states_have_no_serious_axe_violation(tab, url):
             problems[state] = found
 
     _open(tab, f"{url}/walkthrough", ".st-key-wt_next")
-    tab.get_by_text("Live class: start one, or join with a code").click()
+    open_expander(tab, "Live class: start one, or join with a code", WAIT_MS)
     check(tab, "start form")
     tab.get_by_role("button", name="Start a live class").click()
     tab.wait_for_url(re.compile(r".*class=[A-Z0-9]{9}.*"), timeout=WAIT_MS)

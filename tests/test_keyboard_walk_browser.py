@@ -20,6 +20,7 @@ import pytest
 from attnviz.ui.sections import TABS
 from scripts import streamlit_server
 from scripts.chromium import CHROMIUM, CHROMIUM_ARGS
+from tests.page_steps import open_expander
 from tests.test_live_browser import Wire
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -224,7 +225,7 @@ def test_a_student_joins_a_live_class_and_answers_by_keyboard(browser, student, 
     try:
         teacher.goto(f"{url}/walkthrough")
         teacher.wait_for_selector(".st-key-wt_next", timeout=WAIT_MS)
-        teacher.get_by_text("Live class: start one, or join with a code").click()
+        open_expander(teacher, "Live class: start one, or join with a code", WAIT_MS)
         teacher.get_by_role("button", name="Start a live class").click()
         teacher.wait_for_url(re.compile(r".*class=[A-Z0-9]{9}.*"), timeout=WAIT_MS)
         code = re.search(r"class=([A-Z0-9]{9})", teacher.url)[1]

@@ -35,6 +35,7 @@ from attnviz.classroom import deck, open_store
 from attnviz.ui.live_class import POLL_S
 from scripts import streamlit_server
 from scripts.chromium import CHROMIUM, CHROMIUM_ARGS
+from tests.page_steps import open_expander
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -267,7 +268,7 @@ def test_a_live_class_with_a_teacher_and_two_students(chromium, tmp_path):
     phones = chromium.new_context(viewport=PHONE, device_scale_factor=3)
     try:
         teacher, teacher_wire = _open(projector, f"{server.url}/walkthrough")
-        teacher.get_by_text("Live class: start one, or join with a code").click()
+        open_expander(teacher, "Live class: start one, or join with a code", WAIT_MS)
         teacher.get_by_role("button", name="Start a live class").click()
         code = _code(teacher)
         assert "teacher=" not in teacher.url  # the token stays out of the address bar

@@ -29,6 +29,7 @@ import pytest
 
 from attnviz import examples
 from attnviz.classroom import Classroom, deck, open_store, peer, questions
+from tests.page_steps import open_expander
 from tests.test_live_browser import (
     _CALM_APP,
     _DRAWN,
@@ -116,7 +117,7 @@ def test_the_teacher_stays_the_teacher_keys_act_where_they_should_and_slides_fit
     photo = chromium.new_context(viewport=PROJECTOR)  # a student's browser with the link's photo
     try:
         teacher, wire = _open(projector, f"{server.url}/walkthrough")
-        teacher.get_by_text("Live class: start one, or join with a code").click()
+        open_expander(teacher, "Live class: start one, or join with a code", WAIT_MS)
         _click(teacher, wire, "Start a live class")
         code = _code(teacher)
         teacher.get_by_text("Join at").wait_for(timeout=WAIT_MS)
@@ -225,7 +226,7 @@ def test_one_student_per_browser_keeps_their_name_and_sees_the_figure(
     other = chromium.new_context(viewport=LAPTOP)  # another student, in a browser of their own
     try:
         first, wire = _open(laptop, f"{server.url}/walkthrough")
-        first.get_by_text("Live class: start one, or join with a code").click()
+        open_expander(first, "Live class: start one, or join with a code", WAIT_MS)
         first.get_by_label("Class code").fill(code.lower())
         first.get_by_label("Your name (optional, shown only as text)").fill("Bob")
         _click(first, wire, "Join the class")

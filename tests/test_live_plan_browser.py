@@ -22,6 +22,7 @@ import pytest
 from attnviz.classroom import plan
 from attnviz.ui import live_plan
 from attnviz.ui.link import example_tensors
+from tests.page_steps import open_expander
 from tests.test_classroom_plan import REORDERED, TEACHER, _with_slides
 from tests.test_live_browser import (
     LAPTOP,
@@ -109,7 +110,7 @@ def test_uploads_take_effect_or_say_why_and_the_plans_order_is_every_screens(
     titles, n = _titles(), len(REORDERED)
     try:
         teacher, wire = _open(teachers, f"{server.url}/walkthrough")
-        teacher.get_by_text("Live class: start one, or join with a code").click()
+        open_expander(teacher, "Live class: start one, or join with a code", WAIT_MS)
         _pick(teacher, wire, "wt_plan_pick", live_plan.UPLOAD)
         teacher.locator(".st-key-wt_plan_upload").wait_for(timeout=WAIT_MS)
 

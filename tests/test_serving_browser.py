@@ -18,6 +18,7 @@ from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
 from scripts import serve
 from scripts.chromium import CHROMIUM, CHROMIUM_ARGS
+from tests.page_steps import open_expander
 from tests.test_serving import _all_up, _until
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
@@ -50,6 +51,31 @@ def _settled(page) -> None:
     page.wait_for_function(
         "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=WAIT_MS
     )
+
+
+_PAGE_STATE = """() => {
+  const a = document.activeElement, next = document.querySelector(".st-key-wt_next button");
+  return {
+    focus: a ? a.tagName + (a.closest("[class*='st-key-']")?.className.match(/st-key-\\S+/)?.[0] || "") : "",
+    next: next ? (next.disabled ? "disabled" : "enabled") : "missing",
+    alerts: [...document.querySelectorAll("[data-testid='stAlert']")].map((e) => e.innerText),
+    status: document.querySelector("[data-testid='stStatusWidget']")?.innerText || "",
+  };
+}"""
+
+
+def _press_to(page, key: str, text: str) -> None:
+    """A presenter's key press, then ``text`` on the page; when it does not come, the failure
+    says where the focus was, whether Next was usable, and the page's notices."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    page.keyboard.press(key)
+    try:
+        page.get_by_text(text, exact=True).wait_for(timeout=WAIT_MS)
+    except PlaywrightTimeout:
+        raise AssertionError(
+            f"{key} did not bring {text!r}: {page.evaluate(_PAGE_STATE)}"
+        ) from None
 
 
 def _href(page) -> str:
@@ -186,7 +212,7 @@ def test_a_teacher_whose_replica_is_killed_mid_move_shows_the_class_its_slide(se
         page.goto(f"{server.url}/walkthrough")
         page.wait_for_selector('[data-testid="stPlotlyChart"]', timeout=WAIT_MS)
         _settled(page)
-        page.get_by_text("Live class: start one, or join with a code").click()
+        open_expander(page, "Live class: start one, or join with a code", WAIT_MS)
         runs.click("Start a live class")
         _wait_href(page, "host=1")
         code = re.search(r"class=([A-Z0-9]{9})", _href(page))[1]
@@ -195,8 +221,7 @@ def test_a_teacher_whose_replica_is_killed_mid_move_shows_the_class_its_slide(se
         ]
         for st in students:
             assert st.rerun().ok and "following the teacher" in _page(st)
-        page.keyboard.press("ArrowRight")
-        page.get_by_text(f"Slide 2 of {n}", exact=True).wait_for(timeout=WAIT_MS)
+        _press_to(page, "ArrowRight", f"Slide 2 of {n}")
         _settled(page)
 
         before, opened = _replica(context), runs.sockets
@@ -222,8 +247,7 @@ def test_a_teacher_whose_replica_is_killed_mid_move_shows_the_class_its_slide(se
             here = f"Slide {slide} of {n}"
             _poll(st, lambda text, h=here: h in text, f"the student shows {here}")
         _settled(page)
-        page.keyboard.press("ArrowRight")
-        page.get_by_text(f"Slide {slide + 1} of {n}", exact=True).wait_for(timeout=WAIT_MS)
+        _press_to(page, "ArrowRight", f"Slide {slide + 1} of {n}")
         assert store.load(code, time.time()).slide == slide + 1
         for st in students:
             here = f"Slide {slide + 1} of {n}"
