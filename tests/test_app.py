@@ -616,3 +616,51 @@ def test_the_square_preset_opens_at_t_equal_to_h_and_a_seed_keeps_the_shape():
     at.number_input(key="pg_t").set_value(6).run()
     at.number_input(key="pg_seed").set_value(3).run()
     assert at.session_state["pg_x"].shape == (2, 6, 4)  # a seed keeps the shape on screen
+
+
+def _sizes_read() -> None:
+    import numpy as np
+    import streamlit as st
+
+    from attnviz.ui import playground
+
+    st.session_state.setdefault("pg_x", np.zeros((2, 3, 5), np.float32))
+    st.session_state["read"] = playground._size()
+
+
+def test_a_size_it_cannot_read_is_the_size_on_screen():
+    """A size that is not in the session, or not a number, is the size on screen, never 1: once,
+    on a busy machine, a cell edit's run found all three gone and the example fell to 1 x 1 x 1."""
+    at = AppTest.from_function(_sizes_read)
+    at.session_state["pg_t"] = 4.0
+    at.run()
+    assert at.session_state["read"] == (2, 4, 5, 0)  # B and H are not there: those on screen
+    at.session_state["pg_b"], at.session_state["pg_h"] = float("nan"), float("inf")
+    at.run()
+    assert at.session_state["read"] == (2, 4, 5, 0)
+    at.session_state["pg_b"], at.session_state["pg_h"] = 1e300, -5.0  # out of range: clamped
+    at.run()
+    assert at.session_state["read"] == (examples.MAX_B, 4, 1, 0)
+    assert not at.exception
+
+
+def _resize_with_no_sizes() -> None:
+    import numpy as np
+    import streamlit as st
+
+    from attnviz.ui import playground
+
+    ss = st.session_state
+    if "pg_x" not in ss:
+        ss["pg_x"] = np.full((2, 3, 5), 0.5, np.float32)  # an edited example
+        ss["pg_preset"] = "classic"
+    playground._on_resize()  # the size boxes' callback, with none of them in the session
+
+
+def test_a_resize_that_finds_no_sizes_keeps_the_example_and_says_nothing():
+    """What the Playground's keyboard walk met on a busy machine: a cell edit's run called the
+    size callback with B, T and H all gone. The example stays as it is, every edit in it."""
+    at = AppTest.from_function(_resize_with_no_sizes).run()
+    assert not at.exception
+    assert np.array_equal(at.session_state["pg_x"], np.full((2, 3, 5), 0.5, np.float32))
+    assert "pg_why" not in at.session_state  # nothing changed: nothing to say

@@ -60,9 +60,16 @@ def _set_example(x: np.ndarray, w: np.ndarray, m: np.ndarray) -> None:
 
 
 def _size() -> tuple[int, int, int, int]:
-    """(B, T, H, seed) from the widgets, clamped: a tampered client can send any number."""
+    """(B, T, H, seed) from the widgets, clamped: a tampered client can send any number. A size
+    that is not a number, or not there, is the one on screen: once, on a busy machine, a cell
+    edit's run found all three gone, and the example fell to 1 x 1 x 1 (an edit lost)."""
     limits = (("pg_b", examples.MAX_B), ("pg_t", examples.MAX_T), ("pg_h", examples.MAX_H))
-    b, t, h = (_controls.whole(k, 1, most, 1, stored=float) for k, most in limits)
+    x = st.session_state.get("pg_x")
+    shown = x.shape if isinstance(x, np.ndarray) and x.ndim == 3 else (1, 1, 1)
+    b, t, h = (
+        _controls.whole(k, 1, most, int(n), stored=float)
+        for (k, most), n in zip(limits, shown, strict=True)
+    )
     return b, t, h, _controls.whole("pg_seed", 0, 999_999, 0, stored=float)
 
 
@@ -98,9 +105,11 @@ def _on_resize() -> None:
     """New shape: start from the preset at that shape and keep every old value that still fits."""
     ss = st.session_state
     b, t, h, seed = _size()
+    ob, ot, oh = ss["pg_x"].shape
+    if (b, t, h) == (ob, ot, oh):  # the same shape (a box that held no number): nothing to do
+        return
     x, w, m, _, _ = cached.preset(_preset_name(), b, t, h, seed)
     x, w, m = x.copy(), w.copy(), m.copy()
-    ob, ot, oh = ss["pg_x"].shape
     kb, kt, kh = min(b, ob), min(t, ot), min(h, oh)
     x[:kb, :kt, :kh] = ss["pg_x"][:kb, :kt, :kh]
     w[:kb, :kt] = ss["pg_w"][:kb, :kt]
