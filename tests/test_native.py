@@ -149,6 +149,18 @@ def test_a_nan_next_to_a_row_stays_out_of_its_sums(h, summed_in):
 
 
 @needs_kernel
+@pytest.mark.parametrize(
+    "h", [777, 770, 772, 774]
+)  # a row's offset on its line repeats every 16, 8, 4, 2 rows
+@pytest.mark.parametrize("t", [3, 61, 67, 301])  # rows left after the stripes: 1 to 4 per offset
+def test_rows_off_the_lines_are_summed_in_every_grouping(h, t):
+    """Rows off the 64-byte lines are added in steps of rows that share their offset (stripes,
+    then the rows left, up to four at a time): each grouping, on its own thread's default plan."""
+    x, w = random_inputs(2, t, h, seed=h + t)
+    assert_close(native.weighted_rows(x, w, threads=1), expected(x, w), rtol=1e-5, atol=1e-4)
+
+
+@needs_kernel
 @pytest.mark.parametrize("offset", [1, 5, 16])
 def test_a_view_that_starts_off_a_line_is_summed_right(offset, summed_in):
     x, w = random_inputs(3, 50, 1024, seed=offset)

@@ -49,56 +49,88 @@ typedef float vec16 __attribute__((vector_size(64), aligned(4), may_alias));
 #include <stdint.h>
 typedef int ivec16 __attribute__((vector_size(64)));
 
-/* acc[0:n] += sum over i < st, k < 4 of w[i + k*st] * x[i*h + k*d : ... + n]: the stripes' loop
- * of sum_rows for rows that do not start on a 64-byte line (H not a multiple of 16). Each row is
- * read as whole aligned lines, and the 16 numbers a step needs are taken from two neighbouring
- * lines by one permute (GCC's __builtin_shuffle: vpermt2ps), so that no load straddles two
- * lines: such loads cost the L1 twice, and on two threads reading from L3 that was the limit
- * (H = 777: 0.80 of the read limit, H = 784: 0.93). The running sums are kept in an aligned
- * buffer of their own. An aligned line that holds any number of a row is read whole, past the
- * row's end (never past the line, so never into a page that is not there); measured on two
- * threads from L3, B = 1, H = 777: 0.82-0.84 of the read limit before, 0.96-1.0 after. */
-static void stripes_realigned(const float *restrict x, const float *restrict w,
-                              float *restrict acc, long st, long h, long d, long n) {
-    vec16 sums[BLOCK_H / 16 + 1] __attribute__((aligned(64)));
+/* Rows that do not start on a 64-byte line (H not a multiple of 16) are read as whole aligned
+ * lines, never by loads that straddle two lines: such loads cost the L1 twice, and on two
+ * threads reading from L3 that was the limit (H = 777: 0.80 of the read limit, H = 784: 0.93).
+ * A line that holds any number of a row is read whole, past the row's end (never past the line,
+ * so never into a page that is not there).
+ *
+ * Row r starts m(r) numbers into its line, and m repeats every q rows (q = 16 / gcd(H, 16)), so
+ * rows q apart share m. A step takes K <= 4 such rows: their lines are weighted and added as
+ * they come, and the sum shifted into place once, by one permute of two neighbouring sums
+ * (GCC's __builtin_shuffle: vpermt2ps). An earlier version permuted each row's lines before
+ * adding them, four permutes for every one here: from L3 on two threads, 3x1001x777, 0.83-0.86
+ * of the read limit, and 0.89-0.91 with one permute (plain C, then in the benchmark). */
+static inline __attribute__((always_inline)) vec16 mix(const vec16 *const *line, const float *u,
+                                                      long v, int k_rows) {
+    vec16 a = u[0] * line[0][v];
+    if (k_rows == 4)
+        return (a + u[1] * line[1][v]) + (u[2] * line[2][v] + u[3] * line[3][v]);
+    for (int k = 1; k < k_rows; k++) a += u[k] * line[k][v];
+    return a;
+}
+
+/* sums[0:n] += sum over i < st, k < k_rows of w[i*rs + k*ds] * x[(i*rs + k*ds)*h : ... + n]:
+ * st steps of k_rows rows ds rows apart (ds a multiple of q), the steps rs rows apart */
+static inline __attribute__((always_inline)) void shared_steps(
+    const float *restrict x, const float *restrict w, vec16 *restrict sums, long st, long rs,
+    long ds, int k_rows, long h, long n) {
     const long full = n / 16, rem = n - 16 * full; /* whole steps of 16, and what is left */
-    for (long v = 0; v <= full; v++) sums[v] = (vec16){0};
     ivec16 iota;
     for (int k = 0; k < 16; k++) iota[k] = k;
     for (long i = 0; i < st; i++) {
-        const float *row[4] = {x + i * h, x + i * h + d, x + i * h + 2 * d, x + i * h + 3 * d};
+        const float *row = x + i * rs * h;
+        const long m = (long)(((uintptr_t)row & 63) / 4); /* numbers before the row on its line */
         const vec16 *line[4];
-        ivec16 pick[4];
-        vec16 lo[4];
         float u[4];
-        long m[4];
-        for (int k = 0; k < 4; k++) {
-            m[k] = (long)(((uintptr_t)row[k] & 63) / 4); /* numbers before row[k] on its line */
-            line[k] = (const vec16 *)(row[k] - m[k]);
-            pick[k] = iota + (int)m[k]; /* 16 + .. picks from the second line */
-            lo[k] = line[k][0];
-            u[k] = w[i + k * st];
+        for (int k = 0; k < k_rows; k++) {
+            line[k] = (const vec16 *)(row + k * ds * h - m);
+            u[k] = w[i * rs + k * ds];
         }
+        const ivec16 pick = iota + (int)m; /* 16 + .. picks from the second sum */
+        vec16 lo = mix(line, u, 0, k_rows);
         for (long v = 0; v < full; v++) {
-            vec16 a = sums[v];
-            vec16 hi0 = line[0][v + 1], hi1 = line[1][v + 1];
-            vec16 hi2 = line[2][v + 1], hi3 = line[3][v + 1];
-            a += (u[0] * __builtin_shuffle(lo[0], hi0, pick[0]) +
-                  u[1] * __builtin_shuffle(lo[1], hi1, pick[1])) +
-                 (u[2] * __builtin_shuffle(lo[2], hi2, pick[2]) +
-                  u[3] * __builtin_shuffle(lo[3], hi3, pick[3]));
-            sums[v] = a;
-            lo[0] = hi0, lo[1] = hi1, lo[2] = hi2, lo[3] = hi3;
+            const vec16 hi = mix(line, u, v + 1, k_rows);
+            sums[v] += __builtin_shuffle(lo, hi, pick);
+            lo = hi;
         }
         if (rem) { /* the rest of each row (a line more only where the row reaches into it);
                     * its lanes past the row sum numbers of the next row, and are never stored */
-            vec16 a = sums[full];
-            for (int k = 0; k < 4; k++) {
-                const vec16 hi = m[k] + rem > 16 ? line[k][full + 1] : lo[k];
-                a += u[k] * __builtin_shuffle(lo[k], hi, pick[k]);
-            }
-            sums[full] = a;
+            const vec16 hi = m + rem > 16 ? mix(line, u, full + 1, k_rows) : lo;
+            sums[full] += __builtin_shuffle(lo, hi, pick);
         }
+    }
+}
+
+static void steps_of(const float *restrict x, const float *restrict w, vec16 *restrict sums,
+                     long st, long rs, long ds, int k_rows, long h, long n) {
+    switch (k_rows) { /* one copy of the loop per k_rows, its adds unrolled */
+    case 4: shared_steps(x, w, sums, st, rs, ds, 4, h, n); break;
+    case 3: shared_steps(x, w, sums, st, rs, ds, 3, h, n); break;
+    case 2: shared_steps(x, w, sums, st, rs, ds, 2, h, n); break;
+    default: shared_steps(x, w, sums, st, rs, ds, 1, h, n);
+    }
+}
+
+/* acc[0:n] += sum over t < rows of w[t] * x[t*h : t*h + n], for rows off the 64-byte lines:
+ * four stripes of st rows (st a multiple of q, so that the stripes' rows share m in every
+ * step), read as four streams as in sum_rows; then the rows left (fewer than 4q + 4), q rows
+ * apart in steps of up to four. The running sums are kept in an aligned buffer of their own. */
+static void rows_realigned(const float *restrict x, const float *restrict w,
+                           float *restrict acc, long rows, long h, long n) {
+    vec16 sums[BLOCK_H / 16 + 1] __attribute__((aligned(64)));
+    for (long v = 0; v <= n / 16; v++) sums[v] = (vec16){0};
+    long q = 16; /* rows from one offset on the line to the same again */
+    for (long g = h; q > 1 && g % 2 == 0; g /= 2) q /= 2;
+    const long st = rows / 4 / q * q;
+    if (st > 0) steps_of(x, w, sums, st, 1, st, 4, h, n);
+    const long r0 = 4 * st, left = rows - r0;
+    for (long c = 0; c < q && c < left; c++) { /* rows r0 + c, r0 + c + q, ... */
+        const long count = (left - c + q - 1) / q, s4 = count / 4, r = r0 + c;
+        if (s4 > 0) steps_of(x + r * h, w + r, sums, s4, q, q * s4, 4, h, n);
+        const long r1 = r + 4 * s4 * q;
+        if (count > 4 * s4) /* the last 1 to 3 of them, in one step */
+            steps_of(x + r1 * h, w + r1, sums, 1, q, q, (int)(count - 4 * s4), h, n);
     }
     const float *flat = (const float *)sums;
     for (long j = 0; j < n; j++) acc[j] += flat[j];
@@ -125,17 +157,18 @@ static void sum_rows(const float *restrict x, const float *restrict w, float *re
         for (long j = 0; j < n; j++) acc[j] = 0.0f;
 #ifdef ALIGNED_STEPS
         if (h % 16 != 0 || ((uintptr_t)(x + j0) & 63) != 0) { /* rows off 64-byte lines */
-            stripes_realigned(x + j0, w, acc, st, h, d, n);
-        } else
+            rows_realigned(x + j0, w, acc, rows, h, n);
+            continue;
+        }
 #endif
-            for (long i = 0; i < st; i++) {
-                const float *restrict r0 = x + i * h + j0, *restrict r1 = r0 + d,
-                                      *restrict r2 = r1 + d,
-                                      *restrict r3 = r2 + d; /* row i of stripes 0 .. 3 */
-                const float w0 = w[i], w1 = w[i + st], w2 = w[i + 2 * st], w3 = w[i + 3 * st];
-                for (long j = 0; j < n; j++)
-                    acc[j] += (w0 * r0[j] + w1 * r1[j]) + (w2 * r2[j] + w3 * r3[j]);
-            }
+        for (long i = 0; i < st; i++) {
+            const float *restrict r0 = x + i * h + j0, *restrict r1 = r0 + d,
+                                  *restrict r2 = r1 + d,
+                                  *restrict r3 = r2 + d; /* row i of stripes 0 .. 3 */
+            const float w0 = w[i], w1 = w[i + st], w2 = w[i + 2 * st], w3 = w[i + 3 * st];
+            for (long j = 0; j < n; j++)
+                acc[j] += (w0 * r0[j] + w1 * r1[j]) + (w2 * r2[j] + w3 * r3[j]);
+        }
         for (long t = 4 * st; t < rows; t++) {
             const float *restrict r = x + t * h + j0;
             const float w0 = w[t];
@@ -150,8 +183,8 @@ static void sum_rows(const float *restrict x, const float *restrict w, float *re
  * there each row's update waited on the last one's through memory, and at 3x61x777 in L2 the
  * kernel ran at 0.58 of the read limit, 0.75 with the sums in registers; with H = 784 0.92 and
  * 0.95, with H = 768, no rest, 0.99. Rows off the lines were also tried read as whole lines and
- * permuted, as in stripes_realigned: 0.54, slower than the straddling loads here). Measured on one thread in L2: 0.98-1.03 of a one-stream read,
- * against 0.96 for sum_rows, whose running sums cost a load and a store per four rows; at twice
+ * permuted, as in rows_realigned: 0.54, slower than the straddling loads here). Measured on
+ * one thread in L2: 0.98-1.03 of a one-stream read, against 0.96 for sum_rows, whose running sums cost a load and a store per four rows; at twice
  * L2 0.86 (stripes 0.96), from L3 0.59-0.72 and from DRAM 0.41 (the rows' short runs), where
  * sum_rows is the one to use. */
 static void sum_rows_tiled(const float *restrict x, const float *restrict w, float *restrict s,
@@ -181,7 +214,7 @@ static void sum_rows_tiled(const float *restrict x, const float *restrict w, flo
             for (int k = 0; k < 16; k++) pick[k] = (int)m + k;
             vec16 lo = line[0];
             for (int k = 0; k < TILE_VECS; k++) {
-                if (k < nv) { /* lines that hold numbers of the row only, as stripes_realigned */
+                if (k < nv) { /* lines that hold numbers of the row only, as rows_realigned */
                     const vec16 hi = 16 * (k + 1) - m < n ? line[k + 1] : lo;
                     a[k] += u * (m ? __builtin_shuffle(lo, hi, pick) : lo);
                     lo = hi;
