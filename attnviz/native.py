@@ -65,7 +65,7 @@ from torch import Tensor
 from attnviz.errors import AttnvizError
 
 SOURCE = Path(__file__).with_name("csrc") / "weighted_rows.c"
-ABI = 7  # weighted_rows_abi() in the source
+ABI = 8  # weighted_rows_abi() in the source
 FLAGS = ("-O3", "-std=c99", "-ffp-contract=fast", "-fopenmp", "-shared", "-fPIC")
 # tried first; dropped if the compiler refuses them. GCC's unroll-and-jam would multiply the
 # kernel's rows per step, more streams than the registers and prefetchers keep up with (measured
@@ -92,7 +92,7 @@ MIN_PIECE_ROWS = 32
 # units of READ_UNIT_NUMEL numbers (4 MiB): the streams of a unit are then 1 MiB apart, which
 # read from DRAM up to 19% faster than streams a quarter of x apart (80 MiB, one thread: 25.5
 # against 21.5 GB/s; the fused kernel read 7 sentences of 12 MiB at 1.17x the old limit).
-STRIPES, TILES = 0, 1
+STRIPES, TILES, COLUMNS = 0, 1, 2
 READ_UNIT_NUMEL = 1 << 20
 L2_SHARE = 1
 DEFAULT_L2_BYTES = 256 * 2**10  # where the machine does not say: the smallest L2 of a current CPU
@@ -393,17 +393,22 @@ def mode(b: int, t: int, h: int, threads: int) -> int:
     """How ``weighted_rows`` sums rows for x of (B, T, H) on ``threads``: TILES where each
     thread's share sits in its L2 and each thread can have whole tiles of columns of its own
     (``tile_plan``), else STRIPES (see L2_SHARE). Where the kernel reads rows off the 64-byte
-    lines as whole lines (H not a multiple of 16), STRIPES in L2 too: 0.91 of the read limit
-    there against tiles' 0.75 (3x61x777, one thread)."""
+    lines as whole lines (H not a multiple of 16), stripes in L2 too: 0.91 of the read limit
+    there against tiles' 0.75 (3x61x777, one thread); on several threads the stripes of each
+    thread's own columns (COLUMNS, cut as tiles are), as the rows of a sentence cut into
+    pieces left stripes too short (1x250x777 on two threads: 0.67 of the read limit, 0.90 by
+    columns)."""
     n = plan(b, t, h, threads)[0]
     tile = _tile()
-    if not tile or not _in_l2(b * t * h, n) or (h % 16 and _realigns()):
+    if not tile or not _in_l2(b * t * h, n) or tile_plan(b, n)[1] > h // tile:
         return STRIPES
-    return TILES if tile_plan(b, n)[1] <= h // tile else STRIPES
+    if h % 16 and _realigns():
+        return COLUMNS if n > 1 else STRIPES
+    return TILES
 
 
 def tile_plan(b: int, threads: int) -> tuple[int, int]:
-    """(group, chunks) in TILES mode: units of ``group`` sentences times one of ``chunks`` chunks
+    """(group, chunks) in TILES and COLUMNS modes: units of ``group`` sentences times one of ``chunks`` chunks
     of a sentence's columns, exactly one unit per thread (units = gcd(B, n) * n / gcd(B, n)):
     B = 1 on 2 threads is one sentence cut in two by its columns, B = 3 on 2 threads the three
     sentences' first and second halves."""
@@ -427,10 +432,10 @@ def _realigns() -> bool:
 def _call_shape(b: int, t: int, h: int, threads: int, *limits: int) -> tuple[ctypes.Array, int]:
     """The kernel's shape argument {B, T, H, group, split, threads, mode} as a C array, made once
     per shape, thread count and plan limits (the kernel only reads it), and how many partial
-    sums per sentence it needs (the rows' split in STRIPES mode, none in TILES mode)."""
+    sums per sentence it needs (the rows' split in STRIPES mode, none where columns are cut)."""
     n, group, split = _plan(b, t, h, threads, *limits)
     kind = mode(b, t, h, threads)
-    if kind == TILES:
+    if kind in (TILES, COLUMNS):
         (group, split), rows_split = tile_plan(b, n), 1  # columns cut: no partial sums
     else:
         rows_split = split

@@ -57,10 +57,12 @@ def fine_grained(monkeypatch):
     monkeypatch.setattr(native, "MIN_PIECE_ROWS", 2)
 
 
-@pytest.fixture(params=["stripes", "tiles"])
+@pytest.fixture(params=["stripes", "tiles", "columns"])
 def summed_in(request, monkeypatch):
     """Each way the kernel sums rows (``native.mode`` picks one by where x sits), forced."""
-    kind = {"stripes": native.STRIPES, "tiles": native.TILES}[request.param]
+    kind = {"stripes": native.STRIPES, "tiles": native.TILES, "columns": native.COLUMNS}[
+        request.param
+    ]
     monkeypatch.setattr(native, "mode", lambda *shape: kind)
     native._call_shape.cache_clear()  # its arrays hold the mode
     yield kind
@@ -445,6 +447,8 @@ def test_rows_are_summed_in_tiles_in_l2_and_in_stripes_beyond(monkeypatch):
     assert native.mode(64, 64, tile - 1, 1) == native.STRIPES  # no whole tile in a row
     # rows off the 64-byte lines: stripes read them as whole lines, faster than tiles in L2 too
     assert native.mode(3, 61, 777, 1) == (native.STRIPES if native._realigns() else native.TILES)
+    # ... and on several threads each thread's own columns, in stripes
+    assert native.mode(1, 250, 777, 2) == (native.COLUMNS if native._realigns() else native.TILES)
     assert native.read_mode(2**18) == native.TILES  # in the last-level cache: one stream
     assert native.read_mode(2**24) == native.STRIPES  # 64 MiB: streams side by side
 

@@ -60,10 +60,11 @@ def planned(monkeypatch):
 @needs_op
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("threads", [1, 2, 3])
-@pytest.mark.parametrize("kind", ["stripes", "tiles"])
+@pytest.mark.parametrize("kind", ["stripes", "tiles", "columns"])
 def test_the_operator_matches_float64_reference(op, planned, shape, threads, kind):
     x, w = random_inputs(*shape, seed=sum(shape) + threads)
-    planned(x, threads, {"stripes": native.STRIPES, "tiles": native.TILES}[kind])
+    modes = {"stripes": native.STRIPES, "tiles": native.TILES, "columns": native.COLUMNS}
+    planned(x, threads, modes[kind])
     got = op(x, w)
     assert got is not None and got.shape == (shape[0], shape[2]) and got.dtype == torch.float32
     assert_close(got, attnviz.reference(x, w).float(), rtol=1e-5, atol=1e-4)
