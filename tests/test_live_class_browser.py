@@ -194,6 +194,20 @@ def test_the_teacher_stays_the_teacher_keys_act_where_they_should_and_slides_fit
         _on_slide(teacher, here - 1)
         assert _room(env).state(code).slide == here - 1  # still the teacher, the only one
 
+        # keys outlive the helper's frame: a reconnect (a replica's failover) replaces it, and a
+        # listener made in a frame's realm dies with the frame: the next → was lost
+        teacher.locator('iframe[src*="live_screen"]').first.evaluate(
+            "f => { f.src = 'about:blank'; }"
+        )
+        teacher.wait_for_function(
+            """() => [...document.querySelectorAll('iframe')].some(
+                 f => f.getAttribute('src') === 'about:blank' && f.contentDocument
+                      && f.contentDocument.readyState === 'complete')""",
+            timeout=WAIT_MS,
+        )
+        _press(teacher, wire, "ArrowRight", here)
+        assert _room(env).state(code).slide == here
+
         # End the class asks first
         _menu(teacher, wire)
         _click(teacher, wire, re.compile("End the class"))

@@ -60,22 +60,24 @@ _PAGE_STATE = """() => {
     next: next ? (next.disabled ? "disabled" : "enabled") : "missing",
     alerts: [...document.querySelectorAll("[data-testid='stAlert']")].map((e) => e.innerText),
     status: document.querySelector("[data-testid='stStatusWidget']")?.innerText || "",
+    keys: window.__attnvizKeys ? "page" : window.__attnvizFrameKeys ? "frame" : "none",
   };
 }"""
 
 
-def _press_to(page, key: str, text: str) -> None:
+def _press_to(page, runs: Runs, key: str, text: str) -> None:
     """A presenter's key press, then ``text`` on the page; when it does not come, the failure
-    says where the focus was, whether Next was usable, and the page's notices."""
+    says where the focus was, whether Next was usable, the page's notices, who hears keys, and
+    how many runs the server finished after the press (none: the press never reached it)."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
+    seen = runs.finished
     page.keyboard.press(key)
     try:
         page.get_by_text(text, exact=True).wait_for(timeout=WAIT_MS)
     except PlaywrightTimeout:
-        raise AssertionError(
-            f"{key} did not bring {text!r}: {page.evaluate(_PAGE_STATE)}"
-        ) from None
+        state = dict(page.evaluate(_PAGE_STATE), runs_after_the_press=runs.finished - seen)
+        raise AssertionError(f"{key} did not bring {text!r}: {state}") from None
 
 
 def _href(page) -> str:
@@ -221,7 +223,7 @@ def test_a_teacher_whose_replica_is_killed_mid_move_shows_the_class_its_slide(se
         ]
         for st in students:
             assert st.rerun().ok and "following the teacher" in _page(st)
-        _press_to(page, "ArrowRight", f"Slide 2 of {n}")
+        _press_to(page, runs, "ArrowRight", f"Slide 2 of {n}")
         _settled(page)
 
         before, opened = _replica(context), runs.sockets
@@ -247,7 +249,7 @@ def test_a_teacher_whose_replica_is_killed_mid_move_shows_the_class_its_slide(se
             here = f"Slide {slide} of {n}"
             _poll(st, lambda text, h=here: h in text, f"the student shows {here}")
         _settled(page)
-        _press_to(page, "ArrowRight", f"Slide {slide + 1} of {n}")
+        _press_to(page, runs, "ArrowRight", f"Slide {slide + 1} of {n}")
         assert store.load(code, time.time()).slide == slide + 1
         for st in students:
             here = f"Slide {slide + 1} of {n}"
