@@ -238,7 +238,9 @@ def test_a_teacher_whose_replica_is_killed_mid_move_shows_the_class_its_slide(se
         slide = store.load(code, time.time()).slide
         assert slide in (2, 3)  # done for everyone, or not at all
         page.get_by_text(f"Slide {slide} of {n}", exact=True).wait_for(timeout=WAIT_MS)
-        page.get_by_text(re.compile("you teach")).wait_for(timeout=WAIT_MS)  # still the teacher
+        # still the teacher (.first: while a run redraws the page, the old banner may linger
+        # beside the new one for a moment)
+        page.get_by_text(re.compile("you teach")).first.wait_for(timeout=WAIT_MS)
         print(f"\nthe teacher's replica killed mid-move: the class is on slide {slide}")
         for st in students:
             if st.replica == before:  # its websocket died with the replica
