@@ -408,8 +408,9 @@ def mode(b: int, t: int, h: int, threads: int) -> int:
 
 
 def tile_plan(b: int, threads: int) -> tuple[int, int]:
-    """(group, chunks) in TILES and COLUMNS modes: units of ``group`` sentences times one of ``chunks`` chunks
-    of a sentence's columns, exactly one unit per thread (units = gcd(B, n) * n / gcd(B, n)):
+    """(group, chunks) in TILES and COLUMNS modes: units of ``group`` sentences times one of
+    ``chunks`` chunks of a sentence's columns, exactly one unit per thread (units = gcd(B, n) *
+    n / gcd(B, n)):
     B = 1 on 2 threads is one sentence cut in two by its columns, B = 3 on 2 threads the three
     sentences' first and second halves."""
     g = math.gcd(b, threads)

@@ -137,7 +137,7 @@ static void rows_realigned(const float *restrict x, const float *restrict w,
 }
 #endif
 
-/* s[0:h] = sum over t < rows of w[t] * x[t*h : t*h + h]
+/* s[0:cols] = sum over t < rows of w[t] * x[t*h : t*h + cols] (rows h numbers apart)
  *
  * The rows are read as four stripes side by side: stripe k is rows k*st .. k*st + st-1 (st =
  * rows / 4), and each step adds row i of every stripe, so x is read as four sequential streams
@@ -184,9 +184,9 @@ static void sum_rows(const float *restrict x, const float *restrict w, float *re
  * kernel ran at 0.58 of the read limit, 0.75 with the sums in registers; with H = 784 0.92 and
  * 0.95, with H = 768, no rest, 0.99. Rows off the lines were also tried read as whole lines and
  * permuted, as in rows_realigned: 0.54, slower than the straddling loads here). Measured on
- * one thread in L2: 0.98-1.03 of a one-stream read, against 0.96 for sum_rows, whose running sums cost a load and a store per four rows; at twice
- * L2 0.86 (stripes 0.96), from L3 0.59-0.72 and from DRAM 0.41 (the rows' short runs), where
- * sum_rows is the one to use. */
+ * one thread in L2: 0.98-1.03 of a one-stream read, against 0.96 for sum_rows, whose running
+ * sums cost a load and a store per four rows; at twice L2 0.86 (stripes 0.96), from L3
+ * 0.59-0.72 and from DRAM 0.41 (the rows' short runs), where sum_rows is the one to use. */
 static void sum_rows_tiled(const float *restrict x, const float *restrict w, float *restrict s,
                            long rows, long h, long cols) {
     long j0 = 0;
@@ -272,22 +272,10 @@ void weighted_rows_f32(const float *x, const float *w, float *out, float *partia
         for (long i = 0; i < b * h; i++) out[i] = 0.0f;
         return;
     }
-    if (shape[6] == 2) {
-        const long per = ((h + split - 1) / split + 15) / 16 * 16; /* columns per chunk */
-        const long n_units = (b + group - 1) / group * split;
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1)
-        for (long u = 0; u < n_units; u++) {
-            const long g = u / split, k = u % split;
-            const long c0 = k * per < h ? k * per : h;
-            const long c1 = c0 + per < h ? c0 + per : h;
-            const long end = (g + 1) * group < b ? (g + 1) * group : b;
-            for (long s = g * group; s < end && c0 < c1; s++)
-                sum_rows(x + s * t * h + c0, w + s * t, out + s * h + c0, t, h, c1 - c0);
-        }
-        return;
-    }
-    if (shape[6] == 1) {
-        const long per = (h / TILE + split - 1) / split * TILE; /* columns per chunk */
+    if (shape[6] == 1 || shape[6] == 2) { /* the threads share sentences by their columns */
+        const int tiles = shape[6] == 1;
+        const long per = tiles ? (h / TILE + split - 1) / split * TILE /* columns per chunk */
+                               : ((h + split - 1) / split + 15) / 16 * 16;
         const long n_units = (b + group - 1) / group * split;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1)
         for (long u = 0; u < n_units; u++) {
@@ -295,8 +283,13 @@ void weighted_rows_f32(const float *x, const float *w, float *out, float *partia
             const long c0 = k * per < h ? k * per : h;
             const long c1 = (k == split - 1 || c0 + per > h) ? h : c0 + per;
             const long end = (g + 1) * group < b ? (g + 1) * group : b;
-            for (long s = g * group; s < end && c0 < c1; s++)
-                sum_rows_tiled(x + s * t * h + c0, w + s * t, out + s * h + c0, t, h, c1 - c0);
+            for (long s = g * group; s < end && c0 < c1; s++) {
+                const float *xs = x + s * t * h + c0;
+                if (tiles)
+                    sum_rows_tiled(xs, w + s * t, out + s * h + c0, t, h, c1 - c0);
+                else
+                    sum_rows(xs, w + s * t, out + s * h + c0, t, h, c1 - c0);
+            }
         }
         return;
     }
