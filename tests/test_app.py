@@ -502,7 +502,7 @@ def test_back_and_next_name_the_step_they_go_to():
     assert bound == {"pg_back": (0,), "pg_next": (2,)}
 
 
-def test_the_first_page_run_freezes_what_it_loaded():
+def test_the_first_page_run_freezes_what_it_loaded(monkeypatch):
     """A server process's modules and caches of code stay out of full collections (a ~210 ms
     pause each, every few dozen interactions of a class): frozen after the first page run."""
     import gc
@@ -512,8 +512,11 @@ def test_the_first_page_run_freezes_what_it_loaded():
     _app()
     assert longlived._after_first_run and gc.get_freeze_count() > 0
     frozen = gc.get_freeze_count()
+    freezes = []
+    monkeypatch.setattr(gc, "freeze", lambda: freezes.append(1))
     _app()  # a second run freezes nothing more
-    assert gc.get_freeze_count() == frozen
+    # frozen objects that die leave the permanent generation, so the count may only fall
+    assert not freezes and gc.get_freeze_count() <= frozen
 
 
 def test_step_by_step_says_what_the_trap_computes_when_t_equals_h():
