@@ -130,7 +130,9 @@ def weighted_sum_fused(x: Tensor, w: Tensor) -> Tensor:
     if x.is_cpu:  # first: at 1 MiB in L2 a call takes ~11 µs, and each check ~0.1 µs of it
         n = x.numel()
         if n >= NATIVE_MIN_NUMEL:
-            if native_op.loaded is not None:  # the kernel as a PyTorch operator: ~2 µs less
+            if (
+                native_op.loaded is not None
+            ):  # the operator's builtin (or the operator): 2-5 µs less
                 out = native_op.loaded(x, w)  # None where it does not apply or has no plan yet
                 if out is not None:
                     return out

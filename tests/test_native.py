@@ -267,6 +267,24 @@ def test_read_sum_reads_a_b_t_h_tensor_whole():
     assert native.read_sum(x) == pytest.approx(float(x.double().sum()), rel=1e-5, abs=1e-4)
 
 
+@needs_kernel
+def test_a_reader_reads_every_tensor_of_its_shape_and_refuses_the_rest():
+    """The floor's reader is planned for one shape: any other would be read past its end."""
+    x, _ = random_inputs(2, 30, 70, seed=5)
+    y, _ = random_inputs(2, 30, 70, seed=6)
+    read = native.reader(x, threads=2)
+    assert read(y) == pytest.approx(float(y.double().sum()), rel=1e-5, abs=1e-4)
+    for wrong in (
+        torch.zeros(2, 30, 71),
+        torch.zeros(2, 30, 70, dtype=torch.float64),
+        x.mT.mT[:, :, :69],
+    ):
+        with pytest.raises(AttnvizError, match="reads \\(2, 30, 70\\) float32"):
+            read(wrong)
+    with pytest.raises(AttnvizError, match="reads \\(2, 30, 70\\) float32"):
+        read(torch.zeros(2, 70, 30).transpose(1, 2))  # its shape, not contiguous
+
+
 @pytest.mark.parametrize(("n", "threads"), [(10, 4), (1 << 20, 2), (1 << 30, 2), (5 << 16, 8)])
 def test_read_plan_covers_every_number(n, threads):
     used, unit = native.read_plan(n, threads)

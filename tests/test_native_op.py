@@ -31,10 +31,16 @@ def random_inputs(b, t, h, *, seed):
     return x.float(), w.float()
 
 
-@pytest.fixture(scope="module")
-def op():
+@pytest.fixture(scope="module", params=["builtin", "operator"])
+def op(request):
+    """What fused calls (the builtin, where Python's headers are here) and the torch operator."""
     built = native_op.build(timeout=600)
     assert built.ok, built.detail  # a compiler is here (needs_op): the build must work
+    if request.param == "operator":
+        return torch.ops.attnviz.weighted_rows.default
+    if not native_op.python_entry(*native_op._torch_dirs()):
+        pytest.skip("no Python headers here (python3-dev): fused calls the operator")
+    assert type(native_op.loaded).__name__ == "builtin_function_or_method", native_op.loaded
     return native_op.loaded
 
 
@@ -139,6 +145,26 @@ def test_plans_are_bounded_whatever_shapes_a_visitor_sends(op, planned):
     for t in range(1, 1200):
         native_op.learn(torch.empty(1, t, 3), 1)
     assert 0 < native_op.plan_count() <= 1024
+
+
+@needs_op
+def test_a_tensor_subclass_is_answered_none_and_fused_still_sums_it(op, planned):
+    """A subclass may mean something else by its numbers: the builtin leaves it to the paths that
+    honour it (the operator dispatches it as torch does)."""
+
+    class Tagged(torch.Tensor):
+        pass
+
+    x, w = random_inputs(3, 40, 50, seed=10)
+    planned(x, 1)
+    if type(op).__name__ == "builtin_function_or_method":
+        assert op(x.as_subclass(Tagged), w) is None and op(x, w.as_subclass(Tagged)) is None
+        with pytest.raises(TypeError, match="two tensors"):
+            op(x)
+    got = fused.weighted_sum_fused(x.as_subclass(Tagged), w)
+    assert_close(
+        got.as_subclass(torch.Tensor), attnviz.reference(x, w).float(), rtol=1e-5, atol=1e-4
+    )
 
 
 @needs_op
