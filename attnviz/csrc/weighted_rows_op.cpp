@@ -124,12 +124,17 @@ TORCH_LIBRARY(attnviz, m) {
 // function runs, measured: a call answered None at once); this one unpacks the two tensors and
 // wraps the result (~0.6 us with the output's allocation). Cold after a kernel that streamed the
 // caches full, the difference was 2-4 us a call: 3-6% of a call on 8 MiB, a quarter of one on
-// 0.75 MiB. The GIL is released while the kernel runs, as torch.ops does.
+// 0.75 MiB.
 #include <Python.h>
 #include <torch/csrc/Exceptions.h>
 #include <torch/csrc/autograd/python_variable.h>
 
 namespace {
+
+// Below this many numbers a call holds the GIL: at most ~20-40 us, against the 5 ms Python lets a
+// thread run before it asks for the GIL (sys.getswitchinterval), and a release and a take of the
+// GIL cost ~0.3 us. Above it the GIL is released while the loop runs, as torch.ops does.
+constexpr int64_t KEEP_GIL_NUMEL = 1 << 20;
 
 PyObject *py_weighted_rows(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
   HANDLE_TH_ERRORS
@@ -142,12 +147,14 @@ PyObject *py_weighted_rows(PyObject *, PyObject *const *args, Py_ssize_t nargs) 
   if (!THPVariable_CheckExact(args[0]) || !THPVariable_CheckExact(args[1])) Py_RETURN_NONE;
   const at::Tensor &x = THPVariable_Unpack(args[0]);
   const at::Tensor &w = THPVariable_Unpack(args[1]);
+  if (x.numel() < KEEP_GIL_NUMEL)  // a few microseconds: releasing the GIL would cost more
+    return THPVariable_Wrap(weighted_rows(x, w));  // None for an undefined tensor
   at::Tensor out;
   {
     pybind11::gil_scoped_release no_gil;
     out = weighted_rows(x, w);
   }
-  return THPVariable_Wrap(std::move(out));  // None for an undefined tensor
+  return THPVariable_Wrap(std::move(out));
   END_HANDLE_TH_ERRORS
 }
 
@@ -169,11 +176,13 @@ PyObject *py_read_floats(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
     PyErr_SetString(PyExc_ValueError, "read_floats: x is not numel contiguous float32 numbers");
     return nullptr;
   }
+  const float *data = x.data_ptr<float>();
+  const int used = static_cast<int>(threads), how = static_cast<int>(mode);
+  if (n < KEEP_GIL_NUMEL) return PyFloat_FromDouble(read_floats(data, n, unit, used, how));
   double sum = 0.0;
   {
     pybind11::gil_scoped_release no_gil;
-    sum = read_floats(x.data_ptr<float>(), n, unit, static_cast<int>(threads),
-                      static_cast<int>(mode));
+    sum = read_floats(data, n, unit, used, how);
   }
   return PyFloat_FromDouble(sum);
   END_HANDLE_TH_ERRORS
