@@ -113,24 +113,31 @@ static void steps_of(const float *restrict x, const float *restrict w, vec16 *re
 }
 
 /* acc[0:n] += sum over t < rows of w[t] * x[t*h : t*h + n], for rows off the 64-byte lines:
- * four stripes of st rows (st a multiple of q, so that the stripes' rows share m in every
- * step), read as four streams as in sum_rows; then the rows left (fewer than 4q + 4), q rows
- * apart in steps of up to four. The running sums are kept in an aligned buffer of their own. */
+ * four stripes of st rows (st a multiple of q, so that the stripes' rows share m in every step;
+ * the last stripes shorter, or empty), read as four streams as in sum_rows: steps of four rows
+ * while every stripe has one, then of three, two, one. An earlier version made st rows / 4 / q * q
+ * and took the rows left (up to 4q + 3) q apart, in short steps of their own: 3x61x777 had no
+ * stripe at all, and on two threads in L2 it ran at 0.70 of the read limit. The running sums are
+ * kept in an aligned buffer of their own. */
 static void rows_realigned(const float *restrict x, const float *restrict w,
                            float *restrict acc, long rows, long h, long n) {
     vec16 sums[BLOCK_H / 16 + 1] __attribute__((aligned(64)));
     for (long v = 0; v <= n / 16; v++) sums[v] = (vec16){0};
     long q = 16; /* rows from one offset on the line to the same again */
     for (long g = h; q > 1 && g % 2 == 0; g /= 2) q /= 2;
-    const long st = rows / 4 / q * q;
-    if (st > 0) steps_of(x, w, sums, st, 1, st, 4, h, n);
-    const long r0 = 4 * st, left = rows - r0;
-    for (long c = 0; c < q && c < left; c++) { /* rows r0 + c, r0 + c + q, ... */
-        const long count = (left - c + q - 1) / q, s4 = count / 4, r = r0 + c;
-        if (s4 > 0) steps_of(x + r * h, w + r, sums, s4, q, q * s4, 4, h, n);
-        const long r1 = r + 4 * s4 * q;
-        if (count > 4 * s4) /* the last 1 to 3 of them, in one step */
-            steps_of(x + r1 * h, w + r1, sums, 1, q, q, (int)(count - 4 * s4), h, n);
+    const long st = (rows + 4 * q - 1) / (4 * q) * q; /* rows per stripe */
+    long len[4];                                      /* rows of each stripe, non-increasing */
+    for (int k = 0; k < 4; k++) {
+        const long left = rows - k * st;
+        len[k] = left < 0 ? 0 : left < st ? left : st;
+    }
+    long i0 = 0;
+    for (int k_rows = 4; k_rows >= 1; k_rows--) { /* steps i0 .. len[k_rows-1]-1: k_rows rows */
+        const long i1 = len[k_rows - 1];
+        if (i1 > i0) {
+            steps_of(x + i0 * h, w + i0, sums, i1 - i0, 1, st, k_rows, h, n);
+            i0 = i1;
+        }
     }
     const float *flat = (const float *)sums;
     for (long j = 0; j < n; j++) acc[j] += flat[j];
