@@ -552,9 +552,10 @@ def reader(x: Tensor, *, threads: int | None = None) -> Callable[[Tensor], float
 
     Built with the kernel's flags and run on the same OpenMP threads, cut the same way, reading
     one stream or four side by side (``read_mode``) into independent vector sums, so that it is
-    bound by memory, not by a chain of adds. A call checks its tensor and reads it, nothing more
-    (~1 µs from Python): a floor slowed by its own call would let the kernel's leaner call seem
-    to beat the machine (at 1x250x777, 7.6 µs a read planned once, 10.9 µs planned per call).
+    bound by memory, not by a chain of adds. A call checks its tensor and reads it through
+    ctypes, nothing more (``attnviz.native_op.reader`` calls the same loop through a builtin,
+    leaner still): a floor slowed by its own call would let the kernel's leaner call seem to beat
+    the machine (at 1x250x777, 7.6 µs a read planned once, 10.9 µs planned per call).
     """
     if not (x.is_cpu and x.dtype is torch.float32 and x.is_contiguous()):
         raise AttnvizError(
@@ -564,13 +565,9 @@ def reader(x: Tensor, *, threads: int | None = None) -> Callable[[Tensor], float
     built, lib = _built if _built is not None else _build()
     if lib is None:
         raise RuntimeError(f"the C kernel is not available: {built.detail}")
-    from attnviz import native_op  # it builds on this module: imported when first needed
-
     shape, numel, f32, read = x.shape, x.numel(), torch.float32, lib.read_floats
     n, unit = _read_plan(numel, threads or torch.get_num_threads(), *_read_limits())
     mode_ = read_mode(numel)
-    if (entry := native_op.read_floats) is not None:  # the builtin checks x itself
-        return lambda y: entry(y, numel, unit, n, mode_)
 
     def read_one(y: Tensor) -> float:
         if y.shape != shape or y.dtype is not f32 or not (y.is_cpu and y.is_contiguous()):

@@ -47,6 +47,7 @@ import sysconfig
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -285,6 +286,29 @@ def _look_again() -> None:
         _retry_at = None
         _started.clear()
     start()
+
+
+def reader(x: Tensor, *, threads: int | None = None) -> Callable[[Tensor], float]:
+    """``native.reader(x)``: a read of tensors shaped like x, planned once, through the builtin
+    ``read_floats`` where it is loaded, as fused calls the kernel through ``weighted_rows``: the
+    floor's call then costs no more than fused's (through ctypes a read of 64 KiB took 2.7 µs,
+    through the builtin 1.4 µs, and fused's leaner call would have beaten the floor). Raises as
+    ``native.reader`` does."""
+    checked = native.reader(x, threads=threads)  # the checks, the plan, and the ctypes path
+    entry = read_floats
+    if entry is None:
+        return checked
+    numel = x.numel()
+    used, unit = native.read_plan(numel, threads or torch.get_num_threads())
+    how = native.read_mode(numel)
+
+    def read_one(y: Tensor) -> float:
+        try:  # the builtin checks y itself; a y it refuses is checked again, for the message
+            return entry(y, numel, unit, used, how)
+        except (TypeError, ValueError):
+            return checked(y)
+
+    return read_one
 
 
 def learn(x: Tensor, threads: int) -> None:

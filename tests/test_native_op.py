@@ -168,6 +168,26 @@ def test_a_tensor_subclass_is_answered_none_and_fused_still_sums_it(op, planned)
 
 
 @needs_op
+def test_the_floor_reads_through_the_builtin_and_refuses_what_the_reader_refuses(monkeypatch):
+    """The benchmark's floor (``native_op.reader``) calls the read loop as leanly as fused calls
+    the kernel, and is as strict as ``native.reader`` about what it reads."""
+    assert native_op.build(timeout=600).ok
+    if native_op.read_floats is None:
+        pytest.skip("no Python headers here (python3-dev): the floor reads through ctypes")
+    calls, real = [], native_op.read_floats
+    monkeypatch.setattr(native_op, "read_floats", lambda *a: calls.append(a[1:]) or real(*a))
+    x, _ = random_inputs(2, 30, 70, seed=11)
+    y, _ = random_inputs(2, 30, 70, seed=12)
+    read = native_op.reader(x, threads=2)
+    assert read(y) == pytest.approx(float(y.double().sum()), rel=1e-5, abs=1e-4)
+    assert calls == [(4200, *native.read_plan(4200, 2)[::-1], native.read_mode(4200))]
+    wrong = [torch.zeros(2, 30, 71), x.double(), torch.zeros(2, 70, 30).transpose(1, 2)]
+    for y in wrong:
+        with pytest.raises(attnviz.AttnvizError, match=r"reads \(2, 30, 70\) float32"):
+            read(y)
+
+
+@needs_op
 def test_a_wrong_plan_is_refused_with_a_message(op):
     with pytest.raises(RuntimeError, match="7 entries"):
         torch.ops.attnviz.set_plan(1, [1, 2, 3], 1)

@@ -260,10 +260,10 @@ def floor_runs(x: Tensor) -> str:
 def floor_function(x: Tensor) -> Callable[[Tensor, Tensor], object]:
     """The floor for inputs like ``x``: a plain read of x at the machine's limit (``floor_runs``).
     Neither allocates a (B, T, H) anything; the C loop allocates nothing at all."""
-    from attnviz import native
+    from attnviz import native_op
 
     if floor_runs(x) == READ_LOOP:
-        read = native.reader(x)  # planned once: the floor's call costs no more than it must
+        read = native_op.reader(x)  # planned once, called as leanly as fused calls its kernel
         return lambda x, w: read(x)  # read x once, C, vector accumulators
     return lambda x, w: x.sum()  # read x once, contiguous
 
