@@ -71,7 +71,7 @@ RETRY_S = 30.0  # with ATTNVIZ_NATIVE_OP=cached: how often fused looks for the b
 # operator itself, torch.ops.attnviz.weighted_rows
 loaded = None
 # the builtin read_floats(x, numel, unit, threads, mode) from the same module, else None: the
-# floor's read, called as leanly as fused calls the kernel (``attnviz.native.reader``)
+# floor's read, called as leanly as fused calls the kernel (``reader``)
 read_floats = None
 ENTRY = "attnviz_weighted_rows_op"  # the builtin's module (weighted_rows_op.cpp, PyInit_...)
 _outcome: native.Build | None = None

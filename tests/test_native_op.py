@@ -246,6 +246,42 @@ def test_a_process_that_exits_while_the_operator_builds_leaves_no_half_file(tmp_
     assert len(left) == 1 and left[0].startswith("weighted_rows-"), left  # the C library only
 
 
+NO_ENTRY_SCRIPT = textwrap.dedent(
+    """
+    import json, torch
+    from attnviz import fused, native_op
+    # a machine whose Python headers are broken: the builtin's compile fails
+    native_op.python_entry = lambda include, lib: ["-DATTNVIZ_PYTHON_ENTRY", "-I/nonexistent"]
+    built = native_op.build(timeout=600)
+    x, w = torch.randn(2, 64, 1024), torch.rand(2, 64)
+    fused.weighted_sum_fused(x, w)  # the ctypes path, which hands the plan over
+    got = fused.weighted_sum_fused(x, w)
+    ok = torch.allclose(got, (x.double() * w.double()[..., None]).sum(1).float(), atol=1e-4)
+    print(json.dumps({"ok": built.ok, "detail": built.detail, "correct": ok,
+                      "loaded": type(native_op.loaded).__name__, "read": native_op.read_floats,
+                      "planned": native_op.plan_count()}))
+    """
+)
+
+
+@pytest.mark.slow
+@needs_op
+def test_where_the_builtin_does_not_build_fused_calls_the_operator(tmp_path):
+    env = dict(os.environ, ATTNVIZ_CACHE_DIR=str(tmp_path))
+    done = subprocess.run(
+        [sys.executable, "-c", NO_ENTRY_SCRIPT],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["ok"] and out["detail"].endswith("a torch operator"), out
+    assert out["loaded"] == "OpOverload" and out["read"] is None and out["correct"]
+    assert out["planned"] == 1  # fused handed the plan to the operator
+
+
 CACHED_SCRIPT = textwrap.dedent(
     """
     import json, os, shutil, sys, torch

@@ -159,7 +159,7 @@ PyObject *py_weighted_rows(PyObject *, PyObject *const *args, Py_ssize_t nargs) 
 }
 
 // read_floats(x, numel, unit, threads, mode) -> float: the read limit's loop (weighted_rows.c) on
-// x, a contiguous float32 CPU tensor of numel numbers, planned by the caller (attnviz.native.reader):
+// x, a contiguous float32 CPU tensor of numel numbers, planned by the caller (native_op.reader):
 // the floor is called as leanly as the kernel, or the kernel's leaner call would seem to beat it
 PyObject *py_read_floats(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
   HANDLE_TH_ERRORS
