@@ -250,8 +250,9 @@ NO_ENTRY_SCRIPT = textwrap.dedent(
     """
     import json, torch
     from attnviz import fused, native_op
-    # a machine whose Python headers are broken: the builtin's compile fails
-    native_op.python_entry = lambda include, lib: ["-DATTNVIZ_PYTHON_ENTRY", "-I/nonexistent"]
+    # a compiler that refuses the builtin's flags: its compile fails (at once, unlike broken
+    # headers, which fail only after torch's headers are read)
+    native_op.python_entry = lambda include, lib: ["-DATTNVIZ_PYTHON_ENTRY", "--no-such-flag"]
     built = native_op.build(timeout=600)
     x, w = torch.randn(2, 64, 1024), torch.rand(2, 64)
     fused.weighted_sum_fused(x, w)  # the ctypes path, which hands the plan over
