@@ -18,11 +18,12 @@ speed at small sizes as well.
   plan over (``set_plan``). It also answers None wherever the kernel does not apply (not
   float32 or not on the CPU, x not contiguous (B, T, H), w not (B, T), a gradient wanted).
 - Build: ``c++ -O2 -std=c++20`` (``$CXX`` if set, else c++, g++ or clang++; C++17 where 20 is
-  refused) against the headers and libraries of the installed torch, ~10 s, in a background
-  thread started by the first ``learn`` (or the app's start), at the lowest priority (``nice``):
-  until it is loaded, fused runs on ctypes. Cached next to
-  the C library (``native.cache_dir``), named by a hash of the source, the compiler, torch's
-  version and the C library; one process compiles while the others wait on a file lock.
+  refused) against the headers and libraries of the installed torch, ~10 s (~20 s with the
+  builtin), in a background thread started by the first ``learn`` (or the app's start), at the
+  lowest priority (``nice``): until it is loaded, fused runs on ctypes. Cached next to the C
+  library (``native.cache_dir``), named by a hash of the source, the compiler, torch's version,
+  the C library (and, for the builtin, Python's version); one process compiles while the others
+  wait on a file lock.
 - Off: ``ATTNVIZ_NATIVE=0`` (no C kernel at all) or ``ATTNVIZ_NATIVE_OP=0`` (ctypes only); no C++
   compiler, no torch headers or a failed build: fused stays on ctypes, and ``build()`` says why.
 - ``ATTNVIZ_NATIVE_OP=cached``: load the operator once it is in the cache, never compile it (and

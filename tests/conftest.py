@@ -4,7 +4,7 @@
 - the C kernel (attnviz.native) and the PyTorch operator around it (attnviz.native_op) are
   built into a fresh cache folder for the run, as a new user would build them, never in
   ~/.cache: the first test process (pytest-xdist's controller) makes it and its workers inherit
-  it, so the operator (~10 s of compiling) is built once a run, not once a worker; builds that
+  it, so the operator (~20 s of compiling) is built once a run, not once a worker; builds that
   meet there wait for each other (a file lock) or rename whole files into place;
 - Streamlit's AppTest scans the metadata of every installed package for v2 components on each
   fresh run (about 0.2 s of a 0.25 s run here); the packages do not change during a test session,
