@@ -193,6 +193,24 @@ def test_a_wrong_plan_is_refused_with_a_message(op):
         torch.ops.attnviz.set_plan(1, [1, 2, 3], 1)
 
 
+def _python(script: str, *args: str, timeout: int = 300, **env: str) -> str:
+    """Run ``script`` in a fresh interpreter with these environment variables; its stdout, after
+    checking that it exited cleanly."""
+    done = subprocess.run(
+        [sys.executable, "-c", script, *args],
+        env=dict(os.environ, **env),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def _last_json(stdout: str) -> dict:
+    return json.loads(stdout.strip().splitlines()[-1])
+
+
 OFF_SCRIPT = textwrap.dedent(
     """
     import json, torch
@@ -209,25 +227,17 @@ OFF_SCRIPT = textwrap.dedent(
 
 @pytest.mark.slow
 def test_turned_off_fused_stays_on_ctypes_and_says_why():
-    env = dict(os.environ, ATTNVIZ_NATIVE_OP="0")
-    done = subprocess.run(
-        [sys.executable, "-c", OFF_SCRIPT], env=env, capture_output=True, text=True, timeout=300
-    )
-    assert done.returncode == 0, done.stderr
-    assert '"ok": false' in done.stdout and "turned off by ATTNVIZ_NATIVE_OP=0" in done.stdout
-    assert '"loaded": false' in done.stdout and '"correct": true' in done.stdout
+    out = _python(OFF_SCRIPT, ATTNVIZ_NATIVE_OP="0")
+    assert '"ok": false' in out and "turned off by ATTNVIZ_NATIVE_OP=0" in out
+    assert '"loaded": false' in out and '"correct": true' in out
 
 
 @pytest.mark.slow
 @needs_op
 def test_a_fresh_process_builds_the_operator_in_the_background_and_uses_it(tmp_path):
-    env = dict(os.environ, ATTNVIZ_CACHE_DIR=str(tmp_path))
-    done = subprocess.run(
-        [sys.executable, "-c", OFF_SCRIPT], env=env, capture_output=True, text=True, timeout=600
-    )
-    assert done.returncode == 0, done.stderr
-    assert '"ok": true' in done.stdout and '"loaded": true' in done.stdout
-    assert '"correct": true' in done.stdout
+    out = _python(OFF_SCRIPT, timeout=600, ATTNVIZ_CACHE_DIR=str(tmp_path))
+    assert '"ok": true' in out and '"loaded": true' in out
+    assert '"correct": true' in out
     built = sorted(p.name.split("-")[0] for p in tmp_path.iterdir() if p.suffix == ".so")
     assert built == ["weighted_rows", "weighted_rows_op"]  # no temporary left behind
 
@@ -235,13 +245,9 @@ def test_a_fresh_process_builds_the_operator_in_the_background_and_uses_it(tmp_p
 @pytest.mark.slow
 @needs_op
 def test_a_process_that_exits_while_the_operator_builds_leaves_no_half_file(tmp_path):
-    env = dict(os.environ, ATTNVIZ_CACHE_DIR=str(tmp_path))
     script = "import torch\nfrom attnviz import fused\n"
     script += "fused.weighted_sum_fused(torch.randn(2, 64, 1024), torch.rand(2, 64))\n"
-    done = subprocess.run(
-        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300
-    )
-    assert done.returncode == 0, done.stderr
+    _python(script, ATTNVIZ_CACHE_DIR=str(tmp_path))
     left = sorted(p.name for p in tmp_path.iterdir() if not p.name.endswith(".lock"))
     assert len(left) == 1 and left[0].startswith("weighted_rows-"), left  # the C library only
 
@@ -268,16 +274,7 @@ NO_ENTRY_SCRIPT = textwrap.dedent(
 @pytest.mark.slow
 @needs_op
 def test_where_the_builtin_does_not_build_fused_calls_the_operator(tmp_path):
-    env = dict(os.environ, ATTNVIZ_CACHE_DIR=str(tmp_path))
-    done = subprocess.run(
-        [sys.executable, "-c", NO_ENTRY_SCRIPT],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stderr
-    out = json.loads(done.stdout.strip().splitlines()[-1])
+    out = _last_json(_python(NO_ENTRY_SCRIPT, timeout=600, ATTNVIZ_CACHE_DIR=str(tmp_path)))
     assert out["ok"] and out["detail"].endswith("a torch operator"), out
     assert out["loaded"] == "OpOverload" and out["read"] is None and out["correct"]
     assert out["planned"] == 1  # fused handed the plan to the operator
@@ -308,17 +305,9 @@ CACHED_SCRIPT = textwrap.dedent(
 @pytest.mark.parametrize("built", [False, True], ids=["never built", "built meanwhile"])
 def test_a_worker_only_loads_the_operator_the_server_built(op, tmp_path, built):
     server_op = native_op.build().path  # this process's, in the run's cache
-    env = dict(os.environ, ATTNVIZ_CACHE_DIR=str(tmp_path), ATTNVIZ_NATIVE_OP="cached")
     args = [str(server_op)] if built else []
-    done = subprocess.run(
-        [sys.executable, "-c", CACHED_SCRIPT, *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr
-    out = json.loads(done.stdout.strip().splitlines()[-1])
+    env = {"ATTNVIZ_CACHE_DIR": str(tmp_path), "ATTNVIZ_NATIVE_OP": "cached"}
+    out = _last_json(_python(CACHED_SCRIPT, *args, **env))
     assert out["first"].startswith("not built yet") and out["correct"]
     assert out["second"] is built
     compiled = [f for f in out["files"] if f.startswith("weighted_rows_op") and f != server_op.name]
