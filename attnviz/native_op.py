@@ -335,3 +335,12 @@ def clear_plans() -> None:
 def plan_count() -> int:
     """How many shapes the operator has a plan for (0 before it is loaded)."""
     return int(torch.ops.attnviz.plan_count()) if loaded is not None else 0
+
+
+def kept_blocks() -> tuple[int, int]:
+    """The blocks of memory the operator keeps for its next outputs, and their bytes ((0, 0)
+    before it is loaded): at most 8 blocks of at most 256 KiB (weighted_rows_op.cpp)."""
+    if loaded is None:
+        return 0, 0
+    count, size = torch.ops.attnviz.kept_blocks()
+    return int(count), int(size)

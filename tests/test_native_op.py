@@ -188,6 +188,69 @@ def test_the_floor_reads_through_the_builtin_and_refuses_what_the_reader_refuses
 
 
 @needs_op
+def test_a_forgotten_or_changed_plan_is_not_taken_from_the_last_call(op, planned):
+    """Each thread remembers its last plan; clearing or changing the plans must still count."""
+    x, w = random_inputs(2, 64, 1024, seed=13)
+    planned(x, 1, native.STRIPES)
+    stripes = op(x, w)
+    assert stripes is not None and torch.equal(op(x, w), stripes)  # the remembered plan
+    native_op.clear_plans()
+    assert op(x, w) is None
+    planned(x, 1, native.TILES)
+    tiles = op(x, w)
+    assert tiles is not None and not torch.equal(tiles, stripes)  # summed in another order
+    assert torch.equal(tiles, native.try_weighted_rows(x, w))
+
+
+@needs_op
+def test_an_output_s_memory_comes_back_only_when_nothing_can_read_it(op, planned):
+    """Outputs are made in kept blocks: a dropped output's block is the next output's, but never
+    while a view, a storage or a NumPy array of it is alive."""
+    x, w = random_inputs(3, 50, 700, seed=14)
+    planned(x, 1)
+    first = op(x, w)
+    where = first.data_ptr()
+    del first
+    assert op(x, w).data_ptr() == where  # dropped (the temporary too): the same block again
+    expected = attnviz.reference(x, w).float()
+    keeps = {  # what is kept of an output, and the (3, 700) or (2, 700) numbers it reads
+        "a view": (lambda t: t[1:], lambda held: held),
+        "its storage": (
+            lambda t: t.untyped_storage(),
+            lambda s: torch.empty(0).set_(s, 0, (3, 700)),
+        ),
+        "a NumPy array": (lambda t: t.numpy(), torch.from_numpy),
+    }
+    for keep, read in keeps.values():
+        out = op(x, w)
+        held, where = keep(out), out.data_ptr()
+        del out
+        y, v = random_inputs(3, 50, 700, seed=15)
+        assert op(y, v).data_ptr() != where  # and, alive meanwhile, the numbers stay x's
+        numbers = read(held)
+        assert_close(numbers, expected[3 - len(numbers) :], rtol=1e-5, atol=1e-4)
+    grown = op(x, w)
+    grown.resize_(4, 700)  # a kept block grows as any tensor's storage does
+    assert_close(grown[:3], expected, rtol=1e-5, atol=1e-4)
+
+
+@needs_op
+def test_kept_blocks_are_bounded_in_number_and_size(op, planned):
+    outputs = []
+    for h in range(16, 16 * 40, 16):  # 39 sizes, all alive at once, then dropped
+        x, w = random_inputs(1, 4, h, seed=h)
+        planned(x, 1)
+        outputs.append(op(x, w))
+    big_x, big_w = random_inputs(2, 2, 40000, seed=16)  # 312 KiB out: never kept
+    planned(big_x, 1)
+    outputs.append(op(big_x, big_w))
+    while outputs:  # dropped in the order they were made, the big one last
+        outputs.pop(0)
+    count, size = native_op.kept_blocks()
+    assert count == 8 and size == sum(4 * h for h in range(16 * 32, 16 * 40, 16))  # the last 8
+
+
+@needs_op
 def test_a_wrong_plan_is_refused_with_a_message(op):
     with pytest.raises(RuntimeError, match="7 entries"):
         torch.ops.attnviz.set_plan(1, [1, 2, 3], 1)
