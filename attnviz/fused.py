@@ -18,10 +18,11 @@ speed of a plain read, and never writes a (B, T, H) temporary (the one-liner doe
   summed with its weights in one streaming pass, no (B, T, H) temporary. For float32 the pass is
   our C kernel (``attnviz.native``, compiled on first use, on PyTorch's OpenMP threads; called as
   a PyTorch operator, ``attnviz.native_op``, once that is built, through ctypes until then), which
-  we measured through this function (benchmarks/RESULTS.md, fifth round; the host moves these
-  by several points) at 0.91-1.01 of the machine's read limit (a C read loop) from DRAM,
-  0.92-0.99 in L3 on one thread and 0.88-0.95 on two, and 0.80-0.96 in L2, where returning a new
-  tensor costs ~1.2 µs of a 5-10 µs call (3x61x777, rows off the 64-byte lines: 0.78-0.82). Without a C compiler,
+  we measured through this function (benchmarks/RESULTS.md, sixth round; the host moves these
+  by several points) at 0.95-0.99 of the machine's read limit (a C read loop) from DRAM,
+  0.89-0.96 in L3, and in L2 0.92-0.96 from 1 MiB on, 0.88 on 512 KiB on two threads, where
+  returning a new tensor costs ~0.5 µs of a 3.8 µs call (rows off the 64-byte lines in L2:
+  0.78-0.89). The outputs come from blocks kept for the next call (``native_op``). Without a C compiler,
   for the other dtypes and for inputs that need gradients, the same row sum runs through PyTorch's
   embedding-bag kernel (``weighted_sum_rows``, ``F.embedding_bag(..., per_sample_weights=w)``,
   sentences cut into chunks when B is small), which has a backward and is somewhat slower.

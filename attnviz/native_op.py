@@ -13,6 +13,10 @@ speed at small sizes as well.
   builtin unpacks two tensors. Measured in-process on two threads, paired per call: 1x250x777 in
   L2, 13.6 µs a call through torch.ops, 11.2 µs through the builtin, 11.3 µs for the bare kernel
   through ctypes into a reused buffer; 2x1024x1024 in L3, 69.8, 62.8 and 63.9 µs.
+- Outputs come from blocks of memory kept for the next call (``kept_blocks``): a dropped output's
+  block, given back by its storage when nothing reads it any more, is the next output of its size
+  (at most 8 blocks of at most 256 KiB). A fresh one from the CPU allocator cost 0.26-0.33 µs more a
+  call in L2 (benchmarks/RESULTS.md, sixth round).
 - Plans stay in Python (``native.plan``, one source of truth): the operator answers None for a
   shape it has no plan for, fused then takes the ctypes path, and ``learn`` hands that shape's
   plan over (``set_plan``). It also answers None wherever the kernel does not apply (not

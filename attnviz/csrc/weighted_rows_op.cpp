@@ -93,8 +93,8 @@ void plans_change() { plans_changed.fetch_add(1, std::memory_order_release); }  
 // The outputs' memory: blocks that come back when their tensor dies are kept for the next call.
 //
 // Why: in L2 a call takes 4-15 us, and a fresh output from the CPU allocator (posix_memalign,
-// then free) cost 0.3-0.4 us of it more than a block kept here (measured: the kernel into a
-// new output against into a kept one, 2x64x1024 on two threads, 4.10 against 3.84 us). A block
+// then free) cost 0.26-0.33 us of it more than a block kept here (measured: the kernel into a
+// new output against into a kept one, two threads, 0.5-1 MiB; benchmarks/RESULTS.md). A block
 // comes back only through its storage's deleter, when no tensor, view or storage uses it any more,
 // so a result is never handed out twice while anything can still read it. At most KEPT_BLOCKS
 // blocks of at most KEPT_BYTES each are kept (2 MiB a process at most); the oldest goes first.
