@@ -35,6 +35,8 @@ SHAPES = [
     (1, 4099, 3),
     (3, 50, 700),  # two tiles of 256 columns and 188 more
     (1, 300, 256),  # exactly one tile
+    (3, 37, 128),  # short rows, their sums in registers: 8 vectors, T % 4 == 1
+    (2, 3, 48),  # short rows, fewer than four: no stripe at all, the rows one by one
 ]
 
 
