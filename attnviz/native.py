@@ -14,9 +14,10 @@ into running sums in L1, threads taking units of work as they come free.
 
 The same library holds the read limit (``read_sum``): a plain read of x in C, built with the same
 flags, run on the same threads and cut the same way, into independent vector sums, so that it is
-bound by memory and not by a chain of adds: in one stream where x fits in the last-level cache,
-in four side by side beyond (``read_mode``: each is the faster there). ``attnviz.bench`` times
-it as the floor that every method is compared with. (``x.sum()`` is no floor: on an Intel Xeon we
+bound by memory and not by a chain of adds: in one stream or in four side by side (``read_mode``
+guesses one where x fits in the last-level cache; ``attnviz.bench`` times both on x and keeps the
+faster, ``native_op.fastest_reader``: near the cache's size four were the faster). The benchmark
+times it as the floor that every method is compared with. (``x.sum()`` is no floor: on an Intel Xeon we
 measured bmm and the kernel 20% faster than it.)
 
 - Build: ``cc -O3 -march=native -std=c99 -fopenmp -shared -fPIC`` (``$CC`` if set, else cc, gcc
@@ -88,8 +89,10 @@ MIN_PIECE_ROWS = 32
 # in the last-level cache, one unit per thread: there more units cost more than the balance
 # they buy (measured at 2 threads: 0.74-0.80 of the read limit with 4 units a thread, 0.86-0.95
 # with one).
-# The read limit reads x in one stream where it fits in the last-level cache (3-8% faster
-# there) and in READ_STREAMS streams beyond (one stream was 15-30% slower from DRAM), there in
+# read_mode guesses one stream where x fits in the last-level cache (3-8% faster there, measured
+# at 256 KiB-16 MiB; 0-17% slower on the host of 2026-12-03 20:40, and 18-28% slower at 24-28
+# MiB, so the benchmark times both: native_op.fastest_reader) and READ_STREAMS streams beyond
+# (one stream was 15-30% slower from DRAM), there in
 # units of READ_UNIT_NUMEL numbers (4 MiB): the streams of a unit are then 1 MiB apart, which
 # read from DRAM up to 19% faster than streams a quarter of x apart (80 MiB, one thread: 25.5
 # against 21.5 GB/s; the fused kernel read 7 sentences of 12 MiB at 1.17x the old limit).
@@ -546,7 +549,9 @@ def read_sum(x: Tensor, *, threads: int | None = None) -> float:
     return reader(x, threads=threads)(x)
 
 
-def reader(x: Tensor, *, threads: int | None = None) -> Callable[[Tensor], float]:
+def reader(
+    x: Tensor, *, threads: int | None = None, mode: int | None = None
+) -> Callable[[Tensor], float]:
     """A read of tensors shaped like ``x`` (float32, contiguous, CPU) by the C read loop, planned
     once: ``attnviz.bench`` times it as the floor.
 
@@ -556,6 +561,7 @@ def reader(x: Tensor, *, threads: int | None = None) -> Callable[[Tensor], float
     ctypes, nothing more (``attnviz.native_op.reader`` calls the same loop through a builtin,
     leaner still): a floor slowed by its own call would let the kernel's leaner call seem to beat
     the machine (at 1x250x777, 7.6 µs a read planned once, 10.9 µs planned per call).
+    ``mode``: TILES (one stream) or STRIPES (four); ``read_mode``'s guess where None.
     """
     if not (x.is_cpu and x.dtype is torch.float32 and x.is_contiguous()):
         raise AttnvizError(
@@ -567,7 +573,7 @@ def reader(x: Tensor, *, threads: int | None = None) -> Callable[[Tensor], float
         raise RuntimeError(f"the C kernel is not available: {built.detail}")
     shape, numel, f32, read = x.shape, x.numel(), torch.float32, lib.read_floats
     n, unit = _read_plan(numel, threads or torch.get_num_threads(), *_read_limits())
-    mode_ = read_mode(numel)
+    mode_ = read_mode(numel) if mode is None else mode
 
     def read_one(y: Tensor) -> float:
         if y.shape != shape or y.dtype is not f32 or not (y.is_cpu and y.is_contiguous()):

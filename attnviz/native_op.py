@@ -43,6 +43,7 @@ import atexit
 import contextlib
 import hashlib
 import importlib.util
+import math
 import os
 import shlex
 import shutil
@@ -293,19 +294,21 @@ def _look_again() -> None:
     start()
 
 
-def reader(x: Tensor, *, threads: int | None = None) -> Callable[[Tensor], float]:
+def reader(
+    x: Tensor, *, threads: int | None = None, mode: int | None = None
+) -> Callable[[Tensor], float]:
     """``native.reader(x)``: a read of tensors shaped like x, planned once, through the builtin
     ``read_floats`` where it is loaded, as fused calls the kernel through ``weighted_rows``: the
     floor's call then costs no more than fused's (through ctypes a read of 64 KiB took 2.7 µs,
     through the builtin 1.4 µs, and fused's leaner call would have beaten the floor). Raises as
     ``native.reader`` does."""
-    checked = native.reader(x, threads=threads)  # the checks, the plan, and the ctypes path
+    checked = native.reader(x, threads=threads, mode=mode)  # the checks, plan and ctypes path
     entry = read_floats
     if entry is None:
         return checked
     numel = x.numel()
     used, unit = native.read_plan(numel, threads or torch.get_num_threads())
-    how = native.read_mode(numel)
+    how = native.read_mode(numel) if mode is None else mode
 
     def read_one(y: Tensor) -> float:
         try:  # the builtin checks y itself; a y it refuses is checked again, for the message
@@ -314,6 +317,27 @@ def reader(x: Tensor, *, threads: int | None = None) -> Callable[[Tensor], float
             return checked(y)
 
     return read_one
+
+
+def fastest_reader(
+    x: Tensor, *, threads: int | None = None, tries: int = 3
+) -> Callable[[Tensor], float]:
+    """``reader(x)`` in the faster of its two ways to read (one stream, four side by side), timed
+    on x here: the read limit, wherever x sits. ``native.read_mode`` guesses one stream where x
+    fits in the last-level cache; near its size part of x comes from memory (the cache is shared),
+    and there one stream was the slower: at 24-28 MiB against a 32 MiB L3, on one thread, fused's
+    four stripes read 1.18-1.28x as fast as that floor (``python -m attnviz.bench`` flagged it).
+    Each way is timed ``tries`` times over ~16 MiB of reads (at least one read), the best kept."""
+    readers = {how: reader(x, threads=threads, mode=how) for how in (native.TILES, native.STRIPES)}
+    calls = max(1, min(1000, (1 << 22) // max(x.numel(), 1)))
+    best = dict.fromkeys(readers, math.inf)
+    for _ in range(tries):
+        for how, read in readers.items():
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                read(x)
+            best[how] = min(best[how], time.perf_counter() - t0)
+    return readers[min(best, key=best.__getitem__)]
 
 
 def learn(x: Tensor, threads: int) -> None:

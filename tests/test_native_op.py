@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 import torch
@@ -22,6 +23,7 @@ needs_op = pytest.mark.skipif(
 
 # B, T, H all different; T == H; B = 1; T = 1; H past one tile of 256 columns and not a multiple
 SHAPES = [(3, 100, 70), (4, 17, 17), (1, 1000, 33), (5, 1, 9), (2, 45, 2050), (3, 50, 700)]
+SHAPES += [(3, 37, 128)]  # short rows (H a multiple of 16, at most a tile): sums in registers
 
 
 def random_inputs(b, t, h, *, seed):
@@ -248,6 +250,40 @@ def test_kept_blocks_are_bounded_in_number_and_size(op, planned):
         outputs.pop(0)
     count, size = native_op.kept_blocks()
     assert count == 8 and size == sum(4 * h for h in range(16 * 32, 16 * 40, 16))  # the last 8
+
+
+@needs_op
+@pytest.mark.parametrize("slow", ["one stream", "four streams"])
+def test_the_floor_reads_the_faster_way_timed_on_x(monkeypatch, slow):
+    """Which of the two ways to read is faster depends on where x sits, and near the last-level
+    cache's size on more than its size: the floor times both on x and keeps the faster."""
+    from attnviz.bench import harness
+
+    assert native_op.build(timeout=600).ok
+    slow_mode = native.TILES if slow == "one stream" else native.STRIPES
+    made, real = [], native_op.reader
+
+    def reader(x, *, threads=None, mode=None):
+        read = real(x, threads=threads, mode=mode)
+
+        def timed(y):
+            if mode == slow_mode:
+                time.sleep(0.002)
+            return read(y)
+
+        made.append((mode, timed))
+        return timed
+
+    monkeypatch.setattr(native_op, "reader", reader)
+    x, w = random_inputs(2, 300, 700, seed=17)  # 420,000 numbers: 9 reads a timing
+    floor = harness.floor_function(x)
+    assert sorted(m for m, _ in made) == sorted([native.TILES, native.STRIPES])
+    chosen = next(read for mode, read in made if mode != slow_mode)
+    calls = []
+    monkeypatch.setattr(time, "sleep", lambda s: calls.append(s))
+    assert floor(x, w) == pytest.approx(float(x.double().sum()), rel=1e-5, abs=1e-4)
+    assert calls == []  # the fast one was kept
+    assert chosen(x) == floor(x, w)
 
 
 @needs_op

@@ -239,7 +239,8 @@ def environment(device: str | torch.device) -> dict:
         env["cpu_kernel"] = built.detail if built.ok else f"none: {built.detail}"
         if built.ok:  # and called as a PyTorch operator, built now: never timed while compiling
             op = native_op.build()
-            env["cpu_kernel_call"] = "PyTorch operator" if op.ok else f"ctypes ({op.detail})"
+            how = "Python builtin" if op.detail.endswith("builtin") else "PyTorch operator"
+            env["cpu_kernel_call"] = how if op.ok else f"ctypes ({op.detail})"
     from attnviz.fused import triton_available
 
     if triton_available():
@@ -264,7 +265,7 @@ def floor_function(x: Tensor) -> Callable[[Tensor, Tensor], object]:
     from attnviz import native_op
 
     if floor_runs(x) == READ_LOOP:
-        read = native_op.reader(x)  # planned once, called as leanly as fused calls its kernel
+        read = native_op.fastest_reader(x)  # planned once, called as fused calls its kernel
         return lambda x, w: read(x)  # read x once, C, vector accumulators
     return lambda x, w: x.sum()  # read x once, contiguous
 
