@@ -37,6 +37,8 @@ SHAPES = [
     (1, 300, 256),  # exactly one tile
     (3, 37, 128),  # short rows, their sums in registers: 8 vectors, T % 4 == 1
     (2, 3, 48),  # short rows, fewer than four: no stripe at all, the rows one by one
+    (2, 45, 320),  # rows on the lines past a tile: stripes two vectors a step
+    (1, 23, 2064),  # ... a block of 2048 columns two vectors a step, the 16 left one a step
 ]
 
 

@@ -214,7 +214,25 @@ static void sum_rows(const float *restrict x, const float *restrict w, float *re
             continue;
         }
 #endif
-        for (long i = 0; i < st; i++) {
+        long i = 0;
+        if (n % 32 == 0 && d % 16 == 0) { /* two vectors of each stripe a step, as read_block:
+                                           * from L3 at 16-24 MiB 2-6% faster than the loop
+                                           * below, vectorized a vector a step (plain C) */
+            vec16 *va = (vec16 *)acc;
+            for (; i < st; i++) {
+                const vec16 *r0 = (const vec16 *)(x + i * h + j0), *r1 = r0 + d / 16,
+                            *r2 = r1 + d / 16, *r3 = r2 + d / 16;
+                const float w0 = w[i], w1 = w[i + st], w2 = w[i + 2 * st], w3 = w[i + 3 * st];
+                for (long v = 0; v < n / 16; v += 2) {
+                    const vec16 a0 = (w0 * r0[v] + w1 * r1[v]) + (w2 * r2[v] + w3 * r3[v]);
+                    const vec16 a1 =
+                        (w0 * r0[v + 1] + w1 * r1[v + 1]) + (w2 * r2[v + 1] + w3 * r3[v + 1]);
+                    va[v] += a0;
+                    va[v + 1] += a1;
+                }
+            }
+        }
+        for (; i < st; i++) {
             const float *restrict r0 = x + i * h + j0, *restrict r1 = r0 + d,
                                   *restrict r2 = r1 + d,
                                   *restrict r3 = r2 + d; /* row i of stripes 0 .. 3 */
