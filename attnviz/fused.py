@@ -19,11 +19,10 @@ speed of a plain read, and never writes a (B, T, H) temporary (the one-liner doe
   our C kernel (``attnviz.native``, compiled on first use, on PyTorch's OpenMP threads; called as
   a PyTorch operator, ``attnviz.native_op``, once that is built, through ctypes until then), which
   we measured through this function (benchmarks/RESULTS.md, sixth round; the host moves these
-  by several points) at 0.92-1.01 of the machine's read limit (a C read loop, the faster of its
-  two ways of reading) from DRAM, 0.78-0.94 in L3 (0.91-0.94 at 8 MiB, 0.78-0.88 at 16-24 MiB,
-  where the limit reads four streams), and in L2 0.89-0.97 from 1 MiB on, 0.88 at 512 KiB, where
-  returning a new tensor costs ~0.5 µs of a 3.8 µs call (rows off the 64-byte lines in L2:
-  0.78-0.84). The outputs come from blocks kept for the next call (``native_op``). Without a C compiler,
+  by several points) at 0.97-1.02 of the machine's read limit (a C read loop, the faster of its
+  two ways of reading) from DRAM, 0.88-0.96 in L3, and in L2 0.89-0.97 from 1 MiB on, 0.89 at
+  512 KiB, where returning a new tensor costs ~0.5 µs of a 3.8 µs call (rows off the 64-byte
+  lines in L2: 0.76-0.83). The outputs come from blocks kept for the next call (``native_op``). Without a C compiler,
   for the other dtypes and for inputs that need gradients, the same row sum runs through PyTorch's
   embedding-bag kernel (``weighted_sum_rows``, ``F.embedding_bag(..., per_sample_weights=w)``,
   sentences cut into chunks when B is small), which has a backward and is somewhat slower.
