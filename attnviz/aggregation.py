@@ -54,7 +54,7 @@ METHODS: dict[str, Callable[[Tensor, Tensor], Tensor]] = {
     "einsum": weighted_sum_einsum,
     "bmm": weighted_sum_bmm,
     "loop": weighted_sum_loop,
-    "fused": weighted_sum_fused,  # one pass over x: Triton kernel on CUDA, bmm elsewhere (fused.py)
+    "fused": weighted_sum_fused,  # one pass over x: the C kernel on the CPU, bmm elsewhere (fused.py)
     "auto": weighted_sum_auto,  # the fastest of these for the device and size (fused.choose_method)
 }
 

@@ -6,7 +6,13 @@ The operation reads B*T*H numbers once and does two flops per number, so it is b
 bandwidth on every device: the fastest path is the one that reads ``x`` exactly once, at the
 speed of a plain read, and never writes a (B, T, H) temporary (the one-liner does).
 
-- CUDA: a Triton kernel (``weighted_sum_triton``). Each program owns one sentence b, one block of
+- CUDA: cuBLAS's batched matrix-vector product (``torch.bmm`` of (1, T) rows by (T, H)), which
+  reads x once with no temporary. Measured on an NVIDIA H200 (2026-12-04, benchmarks/RESULTS.md,
+  GPU) it read x at 1.02 times ``x.sum()`` at 512 MiB in float32 and bfloat16 and launched in
+  ~17 µs from Python, while our Triton kernel below reached 0.90 (float32) and 0.61 (bfloat16)
+  of that and took ~40 µs to launch; so "fused" and "auto" run bmm on CUDA. The Triton kernel
+  (``weighted_sum_triton``) stays, tested against float64 and timed by benchmarks/gpu_check.py,
+  as the one-pass kernel a reader can study. Each program owns one sentence b, one block of
   BLOCK_H hidden units and one chunk of words; it streams (BLOCK_T, BLOCK_H) tiles of x, multiplies
   by the weights and accumulates in float32 (also for float16/bfloat16 inputs). When B is small,
   B * ceil(H / BLOCK_H) programs would leave most SMs idle (B=8, H=1024: 32 programs for 132 SMs),
@@ -48,9 +54,6 @@ import torch
 from torch import Tensor
 
 from attnviz import native, native_op
-
-# float32 accumulation for the narrow types; float64 keeps float64 (cuBLAS on CUDA).
-_TRITON_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
 
 @functools.cache
@@ -122,11 +125,12 @@ def weighted_sum_rows(x: Tensor, w: Tensor) -> Tensor:
 def weighted_sum_fused(x: Tensor, w: Tensor) -> Tensor:
     """x: (B, T, H), w: (B, T) -> (B, H) in one pass over x.
 
-    CUDA with triton and a float32/float16/bfloat16 input: the split-T Triton kernel. CPU with a
-    contiguous x: the weighted row sum, by the C kernel (``attnviz.native``) for float32 from
-    NATIVE_MIN_NUMEL numbers on where it builds, else by embedding-bag (``weighted_sum_rows``)
-    from CPU_ROWS_MIN_NUMEL on. Everywhere else (MPS, float64 on CUDA, no triton, strided or small
-    x): the batched matrix-vector product, which also reads x once.
+    CPU with a contiguous x: the weighted row sum, by the C kernel (``attnviz.native``) for
+    float32 from NATIVE_MIN_NUMEL numbers on where it builds, else by embedding-bag
+    (``weighted_sum_rows``) from CPU_ROWS_MIN_NUMEL on. Everywhere else (CUDA, MPS, strided or
+    small x): the batched matrix-vector product, which also reads x once. On CUDA that is
+    cuBLAS's, measured on an H200 at the read limit and ahead of our Triton kernel
+    (``weighted_sum_triton``, kept and tested, not dispatched to: benchmarks/RESULTS.md, GPU).
     """
     # first, before any check here: at 0.5 MiB in L2 a call takes ~5 µs, and each check ~0.1 µs.
     # The operator's builtin (or the operator) answers None where the kernel does not apply or has
@@ -143,15 +147,11 @@ def weighted_sum_fused(x: Tensor, w: Tensor) -> Tensor:
         if n >= CPU_ROWS_MIN_NUMEL and x.is_contiguous():
             return weighted_sum_rows(x, w)
         return _bmm(x, w)
-    if x.is_cuda and x.dtype in _TRITON_DTYPES and triton_available():
-        return weighted_sum_triton(x, w)
-    return _bmm(x, w)
+    return _bmm(x, w)  # CUDA, MPS: cuBLAS's (the backend's) batched matrix-vector product
 
 
 def fused_path(x: Tensor, w: Tensor) -> str:
     """Which implementation ``weighted_sum_fused(x, w)`` runs, in words (for tables and pages)."""
-    if x.device.type == "cuda" and x.dtype in _TRITON_DTYPES and triton_available():
-        return "Triton split-T kernel"
     if x.device.type == "cpu" and x.is_contiguous():
         if x.numel() >= NATIVE_MIN_NUMEL and native.usable(x, w):
             return "C row-sum kernel"
@@ -173,6 +173,11 @@ def fused_reason(x: Tensor, w: Tensor) -> str:
         return (
             f"x has {n:,} numbers, under the {least:,} from which the {kind}'s set-up (a few "
             f"microseconds) pays off: one bmm call is as quick"
+        )
+    if path == "bmm" and x.device.type == "cuda":
+        return (
+            "on CUDA, cuBLAS's batched matrix-vector product reads x once at the memory's speed "
+            "and launches sooner than our Triton kernel (benchmarks/RESULTS.md, GPU)"
         )
     if path == "bmm":
         return f"no one-pass kernel for {x.dtype} on {x.device.type} here"
@@ -196,15 +201,13 @@ def choose_method(
 ) -> str:
     """The name of the method ``"auto"`` runs for x of ``shape`` (B, T, H) and ``dtype`` on ``device``.
 
-    CUDA: "fused" (the Triton kernel; it falls back to bmm itself where triton is missing or the
-    dtype is float64). CPU: "fused" (the weighted row sum, the fastest we measured) from
+    CUDA and MPS: "bmm" (on CUDA cuBLAS's batched matrix-vector product, which read x at the
+    memory's speed and beat our Triton kernel at every size and dtype we measured). CPU: "fused" (the weighted row sum, the fastest we measured) from
     NATIVE_MIN_NUMEL numbers on with the C kernel (CPU_ROWS_MIN_NUMEL without it), "bmm" below,
-    and "broadcast" for tiny inputs, where it has the least fixed overhead. MPS: "bmm".
+    and "broadcast" for tiny inputs, where it has the least fixed overhead.
     """
     device = torch.device(device)
     b, t, h = shape
-    if device.type == "cuda":
-        return "fused"
     if device.type == "cpu":
         if b * t * h <= TINY_CPU_NUMEL:
             return "broadcast"
@@ -220,9 +223,7 @@ def weighted_sum_auto(x: Tensor, w: Tensor) -> Tensor:
         if n <= TINY_CPU_NUMEL:
             return (x * w[..., None]).sum(dim=1)  # (B,T,H) * (B,T,1) -> (B,H): the one-liner
         return weighted_sum_fused(x, w) if n >= NATIVE_MIN_NUMEL else _bmm(x, w)  # (B,H)
-    if x.is_cuda:
-        return weighted_sum_fused(x, w)  # (B,H)
-    return _bmm(x, w)  # (B,H)
+    return _bmm(x, w)  # (B,H): CUDA, MPS
 
 
 # ---------------------------------------------------------------------------------------------

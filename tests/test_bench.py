@@ -4,6 +4,7 @@ no timing assertions."""
 
 import json
 import os
+import time
 
 import pytest
 import torch
@@ -88,6 +89,7 @@ def test_tiny_calls_measure_fixed_costs_and_are_never_flagged():
         (0.95, 0.01, "fused", False),
         (1.50, 0.60, "bmm", False),  # a wide spread says nothing
         (1.00, 0.00, "floor", False),
+        (2.00, 0.05, "copy", False),  # reads and writes x: its speed counts both
     ],
 )
 def test_a_method_above_the_read_limit_beyond_its_noise_is_flagged(ratio, iqr, method, above):
@@ -533,3 +535,22 @@ def test_cache_levels_read_the_sysfs_layout(tmp_path):
     got = bench.devices.cache_levels(str(tmp_path))
     assert got == {1: 32 * 2**10, 2: MIB, 3: 32 * MIB}
     assert bench.devices.cache_levels(str(tmp_path / "missing")) == {}
+
+
+def test_the_torch_floor_is_the_faster_plain_read_timed_on_x(monkeypatch):
+    from attnviz.bench import floor
+
+    def slow_sum(x):
+        time.sleep(0.002)
+        return x.sum()
+
+    monkeypatch.setattr(floor, "TORCH_READS", {"slow": slow_sum, "x.sum(1)": lambda x: x.sum(1)})
+    monkeypatch.setattr(floor, "_torch_read_picked", {})
+    x = torch.randn(4, 64, 32, dtype=torch.float64)  # not the C loop's float32
+    assert floor.floor_runs(x) == "x.sum(1)" == floor.floor_runs(x)  # picked once, kept
+    assert torch.equal(floor.floor_function(x)(x, None), x.sum(1))
+
+
+def test_a_float64_record_names_the_plain_read_its_floor_ran():
+    recs = measure((4, 64, 32), dtype=torch.float64, methods=["bmm"], **FAST)
+    assert recs[0].notes["path"] == recs[0].notes["floor"] in bench.floor.TORCH_READS

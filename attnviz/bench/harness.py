@@ -45,6 +45,12 @@ from torch import Tensor
 from torch.utils.benchmark import Timer
 
 from attnviz.bench.devices import cache_bytes, device_name, move, synchronize
+from attnviz.bench.floor import (  # noqa: F401 (re-exported)
+    READ_LOOP,
+    TORCH_SUM,
+    floor_function,
+    floor_runs,
+)
 from attnviz.bench.number import (  # noqa: F401  (re-exported: attnviz.bench.harness.format_*)
     format_bytes,
     format_number,
@@ -60,9 +66,8 @@ COPY = "copy"  # dst.copy_(x): read + write x, the device copy bandwidth (CUDA t
 DEFAULT_METHODS = ("broadcast", "einsum", "bmm", "fused")
 # what each timed name runs, for tables ("fused" and "auto" depend on device, dtype and size and
 # are filled in per measurement from attnviz.fused.fused_path / choose_method)
-READ_LOOP = "C read loop"  # what the floor runs where attnviz.native builds (float32, CPU)
 RUNS_AS = {
-    FLOOR: "x.sum()",
+    FLOOR: TORCH_SUM,
     COPY: "dst.copy_(x)",
     "broadcast": "(x * w[..., None]).sum(1)",
     "einsum": 'einsum("bth,bt->bh", x, w)',
@@ -144,10 +149,11 @@ FLAG_MIN_BYTES = 2**20
 def above_floor(r: Measurement | dict) -> bool:
     """True when ``r`` ran faster than the read limit by more than its noise: its paired ratio to
     the floor exceeds 1 by more than the interquartile range of that ratio over the rounds (for x
-    of at least FLAG_MIN_BYTES; smaller calls measure fixed costs, not reads)."""
+    of at least FLAG_MIN_BYTES; smaller calls measure fixed costs, not reads). Never the copy: its
+    speed counts reading and writing x."""
     d = r if isinstance(r, dict) else r.as_dict()
     ratio = d.get("ratio_to_floor")
-    if d["method"] == FLOOR or ratio is None:
+    if d["method"] in (FLOOR, COPY) or ratio is None:  # the copy reads and writes x
         return False
     b, t, h = d["shape"]
     if (
@@ -248,26 +254,6 @@ def environment(device: str | torch.device) -> dict:
 
         env["triton_version"] = triton.__version__
     return env
-
-
-def floor_runs(x: Tensor) -> str:
-    """What the floor runs on ``x``: the C read loop (float32, contiguous, CPU, where it builds),
-    else ``x.sum()``."""
-    from attnviz import native
-
-    cpu_f32 = x.device.type == "cpu" and x.dtype == torch.float32 and x.is_contiguous()
-    return READ_LOOP if cpu_f32 and native.available() else RUNS_AS[FLOOR]
-
-
-def floor_function(x: Tensor) -> Callable[[Tensor, Tensor], object]:
-    """The floor for inputs like ``x``: a plain read of x at the machine's limit (``floor_runs``).
-    Neither allocates a (B, T, H) anything; the C loop allocates nothing at all."""
-    from attnviz import native_op
-
-    if floor_runs(x) == READ_LOOP:
-        read = native_op.fastest_reader(x)  # planned once, called as fused calls its kernel
-        return lambda x, w: read(x)  # read x once, C, vector accumulators
-    return lambda x, w: x.sum()  # read x once, contiguous
 
 
 def method_function(name: str) -> Callable[[Tensor, Tensor], Tensor]:
@@ -528,8 +514,9 @@ def measure(
                 notes={
                     **({"path": paths[name]} if name in paths else {}),
                     **({"why": fused_reason(x0, w0)} if name in ("fused", "auto") else {}),
-                    # faster than the machine can read, beyond the rounds' noise: a wrong floor
-                    "above_floor": name != FLOOR
+                    # faster than the machine can read, beyond the rounds' noise: a wrong floor.
+                    # Not the copy: it reads and writes x, and its speed counts both
+                    "above_floor": name not in (FLOOR, COPY)
                     and x_bytes >= FLAG_MIN_BYTES
                     and pmed - 1.0 > pq3 - pq1,
                     "floor": paths[FLOOR],
