@@ -162,3 +162,12 @@ def test_the_2x3x5_case_says_why_fused_runs_as_bmm():
     at = _timed(_app(), ["fused"])
     runs_as = _result_table(at).loc["fused", "runs as"]
     assert runs_as.startswith("bmm: x has 30 numbers") and "one bmm call is as quick" in runs_as
+
+
+def test_the_page_shows_what_a_gpu_measured_from_the_shipped_run():
+    from attnviz.bench import recorded
+
+    at = _app()
+    assert "What a GPU measured" in _texts(at) and recorded.summary() in _texts(at)
+    table = next(d.value for d in at.dataframe if "bandwidth" in d.value.columns)
+    assert len(table) == len(recorded.rows()) > 0 and set(table["method"]) == set(recorded.METHODS)

@@ -15,7 +15,7 @@ import streamlit as st
 import torch
 
 from attnviz import bench
-from attnviz.bench import request, worker
+from attnviz.bench import recorded, request, worker
 from attnviz.bench import sweep as bench_sweep
 from attnviz.bench.harness import NOISY_SPREAD, input_bytes, is_noisy, regime
 from attnviz.errors import AttnvizError
@@ -133,7 +133,7 @@ def page() -> None:
         st.info(
             f"**No GPU on this server**: torch {torch.__version__} sees no CUDA or MPS device, so "
             f"every timing here is on the CPU ({devices[0].name}). On a machine with a GPU the "
-            "device list below offers it too.",
+            "device list below offers it too; what a GPU measured is at the bottom of the page.",
             icon=":material/memory:",
         )
     device, shape, methods = _controls(devices)
@@ -177,6 +177,24 @@ def page() -> None:
             "speed grow from the 2 × 3 × 5 example to millions of numbers."
         )
     _sweep_view(st.session_state.get("pf_sweep_records"))
+    _recorded_gpu()
+
+
+def _recorded_gpu() -> None:
+    """The GPU run shipped with attnviz (``attnviz.bench.recorded``): every number computed from
+    its records."""
+    st.markdown("## What a GPU measured")
+    with st.expander(f"On {recorded.where()}", icon=":material/memory:"):
+        st.markdown(recorded.summary())
+        st.dataframe(pd.DataFrame(recorded.rows()), width="stretch", hide_index=True)
+        st.caption(
+            "Measured with benchmarks/gpu_check.py, in the same interleaved rounds as this page "
+            "(median of the rounds). 'runs' is what each name ran there: on CUDA, fused runs "
+            "cuBLAS's batched matrix-vector product, which read faster than our Triton kernel. The "
+            "copy reads and writes the input, and its bandwidth counts both: on a GPU it is the "
+            "read limit to compare with. Below a few MiB every method waits on its launch, so "
+            "shares of the copy mean little there."
+        )
 
 
 def sweep_reach() -> tuple[int, str]:

@@ -16,6 +16,7 @@ import torch
 
 import attnviz
 from attnviz import bench
+from attnviz.bench import recorded
 from attnviz.bench.sweep import sweep
 from attnviz.exercises import VirtualGPU, check_intermediate_bytes, check_timer
 from attnviz.figures import performance
@@ -235,11 +236,23 @@ performance.roofline_figure(records)
 # %% [markdown]
 # **What a GPU shows.** Run this notebook on a CUDA machine (on Colab: *Runtime → Change runtime
 # type → GPU*) and the sweep adds GPU lines. At the small sizes every GPU method costs about the
-# same, a few microseconds: the launch, not the work, so the CPU wins there. As the inputs grow,
-# the GPU's time stays flat until the bytes dominate, then grows with them at a bandwidth many
-# times the CPU's; the figure marks the size where the GPU starts to win. `python -m attnviz.bench
-# --device all` runs the full sweep from a terminal.
-#
+# same: the launch, not the work, so the CPU wins there. As the inputs grow, the GPU's time stays
+# flat until the bytes dominate, then grows with them at a bandwidth many times the CPU's; the
+# figure marks the size where the GPU starts to win. `python -m attnviz.bench --device all` runs
+# the full sweep from a terminal. Without a GPU, here is one we measured (attnviz ships the run,
+# `attnviz.bench.recorded`; every number below is computed from its records):
+
+# %%
+print(recorded.summary())
+share = "share of the copy's"
+for row in recorded.rows():
+    if row["method"] in ("copy", "broadcast", "fused"):
+        print(
+            f"{row['shape']:>14} {row['dtype']:<9} {row['method']:<10} {row['median']:>8} "
+            f"{row['bandwidth']:>10}  ({row[share]} of the copy's)"
+        )
+
+# %% [markdown]
 # ## 4. Why the one-liner allocates
 #
 # `(net_output * att_scores[..., None]).sum(dim=1)` runs as two operations. The product is a
@@ -289,8 +302,9 @@ except Exception as exc:  # whatever your function raises, this cell explains it
 #
 # A method that multiplies and adds as it reads, keeping running sums instead of writing the
 # product, needs only the (B, H) output: one pass over the bytes, no temporary. That is what
-# `method="fused"` does: on a CUDA GPU a Triton kernel (`attnviz.fused.weighted_sum_triton`); on a
-# CPU about thirty lines of C (`attnviz/csrc/weighted_rows.c`, compiled the first time it is
+# `method="fused"` does. On a CUDA GPU that is cuBLAS's batched matrix-vector product: it already
+# reads x once at the memory's speed, and in the run above it beat our own Triton kernel
+# (`attnviz.fused.weighted_sum_triton`, kept for reading). On a CPU it is about thirty lines of C (`attnviz/csrc/weighted_rows.c`, compiled the first time it is
 # needed) that stream the rows of x past running sums kept in the L1 cache, at the speed of a
 # plain read (without a C compiler, PyTorch's embedding-bag kernel does the same row sum a little
 # slower). Small CPU inputs, where a single call is quicker, and other devices get a batched
