@@ -38,7 +38,7 @@ def test_rows_cover_every_size_and_method_and_compare_with_the_copy():
     rows = recorded.rows()
     sizes = {(r["shape"], r["dtype"]) for r in rows}
     assert len(rows) == len(sizes) * len(recorded.METHODS)
-    assert all(r["share of the copy's"] == "100%" for r in rows if r["method"] == "copy")
+    assert all(r["of the copy's bandwidth"] == "100%" for r in rows if r["method"] == "copy")
 
 
 def test_fused_on_the_gpu_ran_what_fused_runs_on_cuda_today():

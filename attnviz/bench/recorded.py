@@ -69,7 +69,7 @@ def rows(run: dict | None = None) -> list[dict]:
                 "runs": r["notes"].get("path", r["method"]),
                 "median": format_time(r["median_s"]),
                 "bandwidth": format_rate(r["gbps"] * 1e9),
-                "share of the copy's": format_share(r["gbps"] / copy["gbps"]) if copy else "",
+                "of the copy's bandwidth": format_share(r["gbps"] / copy["gbps"]) if copy else "",
             }
         )
     return out

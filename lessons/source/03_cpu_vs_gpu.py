@@ -244,7 +244,7 @@ performance.roofline_figure(records)
 
 # %%
 print(recorded.summary())
-share = "share of the copy's"
+share = "of the copy's bandwidth"
 for row in recorded.rows():
     if row["method"] in ("copy", "broadcast", "fused"):
         print(
