@@ -33,21 +33,36 @@
 #endif
 #define SUM_COLUMNS 256 /* columns per unit when the pieces of a split sentence are added */
 
-/* 16 floats as one value (GCC and Clang lower it to the widest vectors the CPU has: one AVX-512
- * register, two AVX ones, four SSE or NEON ones); aligned(4) and may_alias: it reads any float */
-typedef float vec16 __attribute__((vector_size(64), aligned(4), may_alias));
+/* VL floats as one value, one register of the widest vectors the CPU has (GCC and Clang vector
+ * types): 16 with AVX-512, 8 with AVX, 4 with SSE or NEON. Never wider than the registers: a
+ * 64-byte vector type without AVX-512 has no register to live in, and GCC 12 kept every such
+ * value in memory (AVX2: each add went through the stack; the read loop ran at 12 GB/s in L2
+ * against x.sum()'s 50, the kernel at 19). vecf: running sums and computed values; vecfu: the
+ * same through a pointer into x or the output, aligned(4) and may_alias, so it reads any float. */
+#if defined(__AVX512F__)
+#define VL 16
+#elif defined(__AVX__)
+#define VL 8
+#else
+#define VL 4
+#endif
+typedef float vecf __attribute__((vector_size(4 * VL)));
+typedef float vecfu __attribute__((vector_size(4 * VL), aligned(4), may_alias));
 
-/* vec16 running sums per tile: as many as the registers hold with room to spare (32 vector
- * registers with AVX-512; 16 with AVX or SSE, where a vec16 takes two or four of them) */
-#ifdef __AVX512F__
+/* vecf running sums per tile: as many as the registers hold with room to spare (32 vector
+ * registers with AVX-512, 16 with AVX or SSE) */
+#if VL == 16
 #define TILE_VECS 16
 #else
-#define TILE_VECS 4
+#define TILE_VECS 8
 #endif
-#define TILE (16 * TILE_VECS) /* columns per tile */
+#define TILE (VL * TILE_VECS) /* columns per tile */
 
 #if defined(__AVX512F__) && defined(__GNUC__) && !defined(__clang__)
 #define ALIGNED_STEPS 1
+/* a 64-byte line as one AVX-512 register (vecf, VL = 16), and its lanes' indices */
+typedef vecf vec16;
+typedef vecfu vec16u;
 typedef int ivec16 __attribute__((vector_size(64)));
 
 /* Rows that do not start on a 64-byte line (H not a multiple of 16) are read as whole aligned
@@ -62,7 +77,7 @@ typedef int ivec16 __attribute__((vector_size(64)));
  * (GCC's __builtin_shuffle: vpermt2ps). An earlier version permuted each row's lines before
  * adding them, four permutes for every one here: from L3 on two threads, 3x1001x777, 0.83-0.86
  * of the read limit, and 0.89-0.91 with one permute (plain C, then in the benchmark). */
-static inline __attribute__((always_inline)) vec16 mix(const vec16 *const *line, const float *u,
+static inline __attribute__((always_inline)) vec16 mix(const vec16u *const *line, const float *u,
                                                       long v, int k_rows) {
     vec16 a = u[0] * line[0][v];
     if (k_rows == 4)
@@ -82,10 +97,10 @@ static inline __attribute__((always_inline)) void shared_steps(
     for (long i = 0; i < st; i++) {
         const float *row = x + i * rs * h;
         const long m = (long)(((uintptr_t)row & 63) / 4); /* numbers before the row on its line */
-        const vec16 *line[4];
+        const vec16u *line[4];
         float u[4];
         for (int k = 0; k < k_rows; k++) {
-            line[k] = (const vec16 *)(row + k * ds * h - m);
+            line[k] = (const vec16u *)(row + k * ds * h - m);
             u[k] = w[i * rs + k * ds];
         }
         const ivec16 pick = iota + (int)m; /* 16 + .. picks from the second sum */
@@ -145,41 +160,42 @@ static void rows_realigned(const float *restrict x, const float *restrict w,
 }
 #endif
 
-/* short_rows(..., nv): sum_rows for rows of nv * 16 <= SHORT_COLUMNS numbers, the running sums
+/* short_rows(..., nv): sum_rows for rows of nv * VL <= SHORT_COLUMNS numbers, the running sums
  * in registers: the same four stripes read side by side, and nothing else loaded or stored (in
  * sum_rows the sums are in memory, a load and a store of them per four rows: for rows of 128
  * numbers, 8 vectors a step, that cost 0.79-0.86 of the read limit in L2). nv is a constant in
  * each copy (short_rows_of), so the compiler keeps a[] in registers. */
-#define SHORT_COLUMNS (16 * TILE_VECS)
+#define SHORT_COLUMNS (VL * TILE_VECS)
 static inline __attribute__((always_inline)) void short_rows(const float *restrict x,
                                                             const float *restrict w,
                                                             float *restrict s, long rows, long h,
                                                             const int nv) {
     const long st = rows / 4, d = st * h;
-    vec16 a[TILE_VECS];
-    for (int k = 0; k < nv; k++) a[k] = (vec16){0};
+    vecf a[TILE_VECS];
+    for (int k = 0; k < nv; k++) a[k] = (vecf){0};
     for (long i = 0; i < st; i++) {
         const float *r0 = x + i * h, *r1 = r0 + d, *r2 = r1 + d, *r3 = r2 + d;
         const float w0 = w[i], w1 = w[i + st], w2 = w[i + 2 * st], w3 = w[i + 3 * st];
         for (int k = 0; k < nv; k++)
-            a[k] += (w0 * *(const vec16 *)(r0 + 16 * k) + w1 * *(const vec16 *)(r1 + 16 * k)) +
-                    (w2 * *(const vec16 *)(r2 + 16 * k) + w3 * *(const vec16 *)(r3 + 16 * k));
+            a[k] += (w0 * *(const vecfu *)(r0 + VL * k) + w1 * *(const vecfu *)(r1 + VL * k)) +
+                    (w2 * *(const vecfu *)(r2 + VL * k) + w3 * *(const vecfu *)(r3 + VL * k));
     }
     for (long t = 4 * st; t < rows; t++) {
         const float *r = x + t * h;
-        for (int k = 0; k < nv; k++) a[k] += w[t] * *(const vec16 *)(r + 16 * k);
+        for (int k = 0; k < nv; k++) a[k] += w[t] * *(const vecfu *)(r + VL * k);
     }
-    for (int k = 0; k < nv; k++) *(vec16 *)(s + 16 * k) = a[k];
+    for (int k = 0; k < nv; k++) *(vecfu *)(s + VL * k) = a[k];
 }
 
 static void short_rows_of(const float *restrict x, const float *restrict w, float *restrict s,
                           long rows, long h, long cols) {
-    switch (cols / 16) { /* one copy per number of vectors */
+    switch (cols / VL) { /* one copy per number of vectors */
 #define SHORT_CASE(n)                                                                              \
     case n: short_rows(x, w, s, rows, h, n); break;
-        SHORT_CASE(1) SHORT_CASE(2) SHORT_CASE(3) SHORT_CASE(4)
-#if TILE_VECS > 4
-        SHORT_CASE(5) SHORT_CASE(6) SHORT_CASE(7) SHORT_CASE(8) SHORT_CASE(9) SHORT_CASE(10)
+        SHORT_CASE(1) SHORT_CASE(2) SHORT_CASE(3) SHORT_CASE(4) SHORT_CASE(5) SHORT_CASE(6)
+        SHORT_CASE(7) SHORT_CASE(8)
+#if TILE_VECS > 8
+        SHORT_CASE(9) SHORT_CASE(10)
         SHORT_CASE(11) SHORT_CASE(12) SHORT_CASE(13) SHORT_CASE(14) SHORT_CASE(15) SHORT_CASE(16)
 #endif
 #undef SHORT_CASE
@@ -215,17 +231,17 @@ static void sum_rows(const float *restrict x, const float *restrict w, float *re
         }
 #endif
         long i = 0;
-        if (n % 32 == 0 && d % 16 == 0) { /* two vectors of each stripe a step, as read_block:
+        if (n % (2 * VL) == 0 && d % VL == 0) { /* two vectors of each stripe a step, as read_block:
                                            * from L3 at 16-24 MiB 2-12% faster than the loop
                                            * below, vectorized a vector a step (plain C) */
-            vec16 *va = (vec16 *)acc;
+            vecfu *va = (vecfu *)acc;
             for (; i < st; i++) {
-                const vec16 *r0 = (const vec16 *)(x + i * h + j0), *r1 = r0 + d / 16,
-                            *r2 = r1 + d / 16, *r3 = r2 + d / 16;
+                const vecfu *r0 = (const vecfu *)(x + i * h + j0), *r1 = r0 + d / VL,
+                            *r2 = r1 + d / VL, *r3 = r2 + d / VL;
                 const float w0 = w[i], w1 = w[i + st], w2 = w[i + 2 * st], w3 = w[i + 3 * st];
-                for (long v = 0; v < n / 16; v += 2) {
-                    const vec16 a0 = (w0 * r0[v] + w1 * r1[v]) + (w2 * r2[v] + w3 * r3[v]);
-                    const vec16 a1 =
+                for (long v = 0; v < n / VL; v += 2) {
+                    const vecf a0 = (w0 * r0[v] + w1 * r1[v]) + (w2 * r2[v] + w3 * r3[v]);
+                    const vecf a1 =
                         (w0 * r0[v + 1] + w1 * r1[v + 1]) + (w2 * r2[v + 1] + w3 * r3[v + 1]);
                     va[v] += a0;
                     va[v + 1] += a1;
@@ -262,14 +278,14 @@ static void sum_rows_tiled(const float *restrict x, const float *restrict w, flo
                            long rows, long h, long cols) {
     long j0 = 0;
     for (; j0 + TILE <= cols; j0 += TILE) {
-        vec16 a[TILE_VECS];
-        for (int k = 0; k < TILE_VECS; k++) a[k] = (vec16){0};
+        vecf a[TILE_VECS];
+        for (int k = 0; k < TILE_VECS; k++) a[k] = (vecf){0};
         const float *p = x + j0;
         for (long t = 0; t < rows; t++, p += h) {
             const float u = w[t];
-            for (int k = 0; k < TILE_VECS; k++) a[k] += u * *(const vec16 *)(p + 16 * k);
+            for (int k = 0; k < TILE_VECS; k++) a[k] += u * *(const vecfu *)(p + VL * k);
         }
-        for (int k = 0; k < TILE_VECS; k++) *(vec16 *)(s + j0 + 16 * k) = a[k];
+        for (int k = 0; k < TILE_VECS; k++) *(vecfu *)(s + j0 + VL * k) = a[k];
     }
 #ifdef ALIGNED_STEPS
     if (j0 < cols) { /* the last columns (fewer than a tile), in registers too */
@@ -280,13 +296,13 @@ static void sum_rows_tiled(const float *restrict x, const float *restrict w, flo
         for (long t = 0; t < rows; t++, p += h) {
             const float u = w[t];
             const long m = (long)(((uintptr_t)p & 63) / 4); /* numbers before p on its line */
-            const vec16 *line = (const vec16 *)(p - m);
+            const vec16u *line = (const vec16u *)(p - m);
             ivec16 pick;
             for (int k = 0; k < 16; k++) pick[k] = (int)m + k;
             vec16 lo = line[0];
             for (int k = 0; k < TILE_VECS; k++) {
                 if (k < nv) { /* lines that hold numbers of the row only, as rows_realigned */
-                    const vec16 hi = 16 * (k + 1) - m < n ? line[k + 1] : lo;
+                    const vec16 hi = 16 * (k + 1) - m < n ? (vec16)line[k + 1] : lo;
                     a[k] += u * (m ? __builtin_shuffle(lo, hi, pick) : lo);
                     lo = hi;
                 }
@@ -423,36 +439,36 @@ void weighted_rows_f32(const float *x, const float *w, float *out, float *partia
  */
 #define READ_STREAMS 4
 static double read_block(const float *restrict x, long n) {
-    const long len = n / (READ_STREAMS * 32) * 32; /* numbers per stream */
-    vec16 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, a4 = {0}, a5 = {0}, a6 = {0}, a7 = {0};
-    for (long i = 0; i < len; i += 32) {
+    const long len = n / (READ_STREAMS * 2 * VL) * (2 * VL); /* numbers per stream */
+    vecf a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, a4 = {0}, a5 = {0}, a6 = {0}, a7 = {0};
+    for (long i = 0; i < len; i += 2 * VL) {
         const float *p = x + i;
-        a0 += *(const vec16 *)(p);
-        a1 += *(const vec16 *)(p + 16);
-        a2 += *(const vec16 *)(p + len);
-        a3 += *(const vec16 *)(p + len + 16);
-        a4 += *(const vec16 *)(p + 2 * len);
-        a5 += *(const vec16 *)(p + 2 * len + 16);
-        a6 += *(const vec16 *)(p + 3 * len);
-        a7 += *(const vec16 *)(p + 3 * len + 16);
+        a0 += *(const vecfu *)(p);
+        a1 += *(const vecfu *)(p + VL);
+        a2 += *(const vecfu *)(p + len);
+        a3 += *(const vecfu *)(p + len + VL);
+        a4 += *(const vecfu *)(p + 2 * len);
+        a5 += *(const vecfu *)(p + 2 * len + VL);
+        a6 += *(const vecfu *)(p + 3 * len);
+        a7 += *(const vecfu *)(p + 3 * len + VL);
     }
-    const vec16 sum = ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7));
+    const vecf sum = ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7));
     double s = 0.0;
     for (long i = READ_STREAMS * len; i < n; i++) s += x[i];
-    for (int j = 0; j < 16; j++) s += sum[j];
+    for (int j = 0; j < VL; j++) s += sum[j];
     return s;
 }
 
 static double read_run(const float *restrict x, long n) {
-    vec16 a[TILE_VECS];
-    for (int k = 0; k < TILE_VECS; k++) a[k] = (vec16){0};
+    vecf a[TILE_VECS];
+    for (int k = 0; k < TILE_VECS; k++) a[k] = (vecf){0};
     long i = 0;
     for (; i + TILE <= n; i += TILE)
-        for (int k = 0; k < TILE_VECS; k++) a[k] += *(const vec16 *)(x + i + 16 * k);
+        for (int k = 0; k < TILE_VECS; k++) a[k] += *(const vecfu *)(x + i + VL * k);
     double s = 0.0;
     for (; i < n; i++) s += x[i];
     for (int k = 1; k < TILE_VECS; k++) a[0] += a[k];
-    for (int j = 0; j < 16; j++) s += a[0][j];
+    for (int j = 0; j < VL; j++) s += a[0][j];
     return s;
 }
 
