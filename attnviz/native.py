@@ -220,6 +220,8 @@ def _load(path: Path) -> ctypes.CDLL:
     lib.weighted_rows_tile.argtypes = []
     lib.weighted_rows_realigns.restype = ctypes.c_int
     lib.weighted_rows_realigns.argtypes = []
+    lib.weighted_rows_lanes.restype = ctypes.c_int
+    lib.weighted_rows_lanes.argtypes = []
     return lib
 
 
@@ -396,7 +398,10 @@ def _in_llc(numel: int) -> bool:
 def mode(b: int, t: int, h: int, threads: int) -> int:
     """How ``weighted_rows`` sums rows for x of (B, T, H) on ``threads``: TILES where each
     thread's share sits in its L2 and each thread can have whole tiles of columns of its own
-    (``tile_plan``), else STRIPES (see L2_SHARE). Where the kernel reads rows off the 64-byte
+    (``tile_plan``), else STRIPES (see L2_SHARE). Without AVX-512 (``_lanes``), tiles only where
+    a thread must take part of a sentence's columns: on an AVX2 host (EPYC Zen 3, plain C) in L2
+    tiles read at 0.76 (one thread) and 0.80 (two) of the read limit at 16x128x128, stripes at
+    0.945 and 0.92; at 1x256x1024 on two threads tiles 0.77, the rows cut in stripes 0.56. Where the kernel reads rows off the 64-byte
     lines as whole lines (H not a multiple of 16), stripes in L2 too: 0.91 of the read limit
     there against tiles' 0.75 (3x61x777, one thread); on several threads the stripes of each
     thread's own columns (COLUMNS, cut as tiles are), as the rows of a sentence cut into
@@ -406,6 +411,8 @@ def mode(b: int, t: int, h: int, threads: int) -> int:
     tile = _tile()
     if not tile or not _in_l2(b * t * h, n) or tile_plan(b, n)[1] > h // tile:
         return STRIPES
+    if tile_plan(b, n)[1] == 1 and _lanes() < 16:  # whole sentences a thread, no AVX-512
+        return STRIPES  # tiles' 8 sums in registers: 0.68-0.80 of the read limit, stripes 0.92-0.95
     if h % 16 and _realigns():
         return COLUMNS if n > 1 else STRIPES
     return TILES
@@ -425,6 +432,13 @@ def _tile() -> int:
     """Columns of the kernel's tiles (0 where the kernel is not built)."""
     lib = _build()[1]
     return int(lib.weighted_rows_tile()) if lib is not None else 0
+
+
+def _lanes() -> int:
+    """Floats per vector register in the kernel's build: 16 with AVX-512, 8 with AVX2, 4 with
+    SSE or NEON (0 where the kernel is not built)."""
+    lib = _build()[1]
+    return int(lib.weighted_rows_lanes()) if lib is not None else 0
 
 
 def _realigns() -> bool:

@@ -463,8 +463,10 @@ def test_the_kernels_output_is_float32_whatever_the_default_dtype(default):
 @needs_kernel
 def test_rows_are_summed_in_tiles_in_l2_and_in_stripes_beyond(monkeypatch):
     monkeypatch.setattr(native, "_caches", lambda: (2**20, 32 * 2**20))  # 1 MiB L2, 32 MiB L3
+    assert native._lanes() in (4, 8, 16)  # the build's vectors: SSE/NEON, AVX2, AVX-512
+    monkeypatch.setattr(native, "_lanes", lambda: 16)  # AVX-512
     tile = native._tile()
-    assert tile >= 64
+    assert tile >= 32
     assert native.mode(4, 64, 1024, 1) == native.TILES  # 1 MiB, one thread
     assert native.mode(4, 64, 1024, 2) == native.TILES
     assert native.mode(48, 512, 1024, 2) == native.STRIPES  # 96 MiB
@@ -475,6 +477,17 @@ def test_rows_are_summed_in_tiles_in_l2_and_in_stripes_beyond(monkeypatch):
     assert native.mode(1, 250, 777, 2) == (native.COLUMNS if native._realigns() else native.TILES)
     assert native.read_mode(2**18) == native.TILES  # in the last-level cache: one stream
     assert native.read_mode(2**24) == native.STRIPES  # 64 MiB: streams side by side
+
+
+@needs_kernel
+def test_without_avx512_whole_sentences_in_l2_are_summed_in_stripes(monkeypatch):
+    monkeypatch.setattr(native, "_caches", lambda: (2**20, 32 * 2**20))
+    monkeypatch.setattr(native, "_lanes", lambda: 8)  # AVX2: 16 registers of 8 floats
+    monkeypatch.setattr(native, "_realigns", lambda: False)  # GCC aligns steps with AVX-512 only
+    assert native.mode(4, 64, 1024, 1) == native.STRIPES  # whole sentences a thread
+    assert native.mode(16, 128, 128, 2) == native.STRIPES
+    assert native.mode(1, 256, 1024, 2) == native.TILES  # one sentence's columns shared: tiles
+    assert native.mode(3, 61, 777, 2) == native.TILES
 
 
 @needs_kernel

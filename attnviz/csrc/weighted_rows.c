@@ -327,6 +327,11 @@ static void sum_rows_tiled(const float *restrict x, const float *restrict w, flo
 /* The number of columns of a tile (attnviz/native.py plans tiles only where H has at least one). */
 long weighted_rows_tile(void) { return TILE; }
 
+/* Floats per vector register (VL): attnviz/native.py plans tiles for whole sentences in L2 only
+ * with AVX-512's 32 registers of 16 (with AVX2 the 8 running sums of a tile, one add each per
+ * row, ran at 0.68-0.80 of the read limit in L2, stripes at 0.92-0.95). */
+int weighted_rows_lanes(void) { return VL; }
+
 /* 1 where rows off the 64-byte lines are read as whole lines (ALIGNED_STEPS): stripes are then
  * the faster for them even in L2 (3x61x777: 0.91 of the read limit against tiles' 0.75), and
  * attnviz/native.py plans tiles only for rows on the lines (H a multiple of 16). */
