@@ -205,7 +205,7 @@ def main() -> int:
         env["sms"] = props.multi_processor_count
         env["total_memory"] = props.total_memory
     print(json.dumps(env))
-    result: dict = {"environment": env}
+    result: dict = {"environment": env, "measured_at": time.strftime("%Y-%m-%d", time.gmtime())}
 
     print("\n== correctness against the float64 reference ==")
     checks = check_correctness(device)

@@ -7,6 +7,7 @@ import copy
 import json
 from pathlib import Path
 
+import pytest
 import torch
 
 from attnviz import fused
@@ -59,3 +60,15 @@ def test_ship_keeps_what_the_page_reads(tmp_path):
     assert recorded.summary(shipped).endswith(
         f"{n - 1} of {n} correctness checks against float64 passed."
     )
+
+
+def test_ship_takes_the_date_the_run_wrote_and_refuses_a_run_without_one(tmp_path):
+    full = dict(recorded.gpu_check(), correctness=[{"ok": True}])
+    source = tmp_path / "gpu_check.json"
+    source.write_text(json.dumps(full))  # the shipped file: it carries measured_at
+    shipped = json.loads(recorded.ship(source, target=tmp_path / "a.json").read_text())
+    assert shipped["measured_at"] == recorded.gpu_check()["measured_at"]
+    del full["measured_at"]
+    source.write_text(json.dumps(full))
+    with pytest.raises(SystemExit, match="give the date"):
+        recorded.ship(source, target=tmp_path / "b.json")

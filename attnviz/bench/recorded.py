@@ -6,6 +6,7 @@ run of ``benchmarks/gpu_check.py`` (the harness's interleaved rounds, medians an
 example inside a CUDA graph, the correctness counts, and when and where it ran. Every sentence
 and table row here is computed from it. To ship a new run:
 
+    python -m attnviz.bench.recorded benchmarks/gpu_check.json     # the date the run wrote
     python -m attnviz.bench.recorded benchmarks/gpu_check.json 2026-12-04
 """
 
@@ -113,10 +114,14 @@ def summary(run: dict | None = None) -> str:
     return text + f". {ok} of {total} correctness checks against float64 passed."
 
 
-def ship(source: Path, measured_at: str, target: Path | None = None) -> Path:
-    """Write the parts of a gpu_check.py result that the page and the lesson read."""
+def ship(source: Path, measured_at: str | None = None, target: Path | None = None) -> Path:
+    """Write the parts of a gpu_check.py result that the page and the lesson read (the date: the
+    one gpu_check.py wrote, unless ``measured_at`` is given)."""
     run = json.loads(source.read_text())
     checks = run["correctness"]
+    measured_at = measured_at or run.get("measured_at")
+    if not measured_at:
+        raise SystemExit(f"{source} says nothing of when it ran: give the date (YYYY-MM-DD).")
     kept = {
         "measured_at": measured_at,
         "command": "python benchmarks/gpu_check.py",
@@ -131,4 +136,4 @@ def ship(source: Path, measured_at: str, target: Path | None = None) -> Path:
 
 
 if __name__ == "__main__":
-    print(ship(Path(sys.argv[1]), sys.argv[2]))
+    print(ship(Path(sys.argv[1]), sys.argv[2] if len(sys.argv) > 2 else None))
