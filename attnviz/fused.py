@@ -8,11 +8,11 @@ speed of a plain read, and never writes a (B, T, H) temporary (the one-liner doe
 
 - CUDA: cuBLAS's batched matrix-vector product (``torch.bmm`` of (1, T) rows by (T, H)), which
   reads x once with no temporary. Measured on an NVIDIA H200 (2026-12-04, benchmarks/RESULTS.md,
-  GPU) it read x at 1.02 times ``x.sum()`` at 512 MiB in float32 and bfloat16 and launched in
-  ~17 µs from Python, while our Triton kernel below reached 0.90 (float32) and 0.61 (bfloat16)
-  of that and took ~40 µs to launch; so "fused" and "auto" run bmm on CUDA. The Triton kernel
-  (``weighted_sum_triton``) stays, tested against float64 and timed by benchmarks/gpu_check.py,
-  as the one-pass kernel a reader can study. Each program owns one sentence b, one block of
+  GPU) it read x at 1.01-1.06 times ``x.sum()`` at 512 MiB in float32 and bfloat16 and
+  launched in ~15-27 µs from Python, while our Triton kernel below reached 0.90 (float32) and
+  0.61 (bfloat16) of bmm's speed and took 38-72 µs to launch; so "fused" and "auto" run bmm on
+  CUDA. The Triton kernel (``weighted_sum_triton``) stays, tested against float64 and timed by
+  benchmarks/gpu_check.py, as the one-pass kernel a reader can study. Each program owns one sentence b, one block of
   BLOCK_H hidden units and one chunk of words; it streams (BLOCK_T, BLOCK_H) tiles of x, multiplies
   by the weights and accumulates in float32 (also for float16/bfloat16 inputs). When B is small,
   B * ceil(H / BLOCK_H) programs would leave most SMs idle (B=8, H=1024: 32 programs for 132 SMs),
@@ -205,9 +205,10 @@ def choose_method(
     """The name of the method ``"auto"`` runs for x of ``shape`` (B, T, H) and ``dtype`` on ``device``.
 
     CUDA and MPS: "bmm" (on CUDA cuBLAS's batched matrix-vector product, which read x at the
-    memory's speed and beat our Triton kernel at every size and dtype we measured). CPU: "fused" (the weighted row sum, the fastest we measured) from
-    NATIVE_MIN_NUMEL numbers on with the C kernel (CPU_ROWS_MIN_NUMEL without it), "bmm" below,
-    and "broadcast" for tiny inputs, where it has the least fixed overhead.
+    memory's speed and beat our Triton kernel at every size and dtype we measured). CPU: "fused"
+    (the weighted row sum, the fastest we measured) from NATIVE_MIN_NUMEL numbers on with the C
+    kernel (CPU_ROWS_MIN_NUMEL without it), "bmm" below, and "broadcast" for tiny inputs, where
+    it has the least fixed overhead.
     """
     device = torch.device(device)
     b, t, h = shape

@@ -401,12 +401,12 @@ def mode(b: int, t: int, h: int, threads: int) -> int:
     (``tile_plan``), else STRIPES (see L2_SHARE). Without AVX-512 (``_lanes``), tiles only where
     a thread must take part of a sentence's columns: on an AVX2 host (EPYC Zen 3, plain C) in L2
     tiles read at 0.76 (one thread) and 0.80 (two) of the read limit at 16x128x128, stripes at
-    0.945 and 0.92; at 1x256x1024 on two threads tiles 0.77, the rows cut in stripes 0.56. Where the kernel reads rows off the 64-byte
-    lines as whole lines (H not a multiple of 16), stripes in L2 too: 0.91 of the read limit
-    there against tiles' 0.75 (3x61x777, one thread); on several threads the stripes of each
-    thread's own columns (COLUMNS, cut as tiles are), as the rows of a sentence cut into
-    pieces left stripes too short (1x250x777 on two threads: 0.67 of the read limit, 0.90 by
-    columns)."""
+    0.945 and 0.92; at 1x256x1024 on two threads tiles 0.77, the rows cut in stripes 0.56.
+    Where the kernel reads rows off the 64-byte lines as whole lines (H not a multiple of 16),
+    stripes in L2 too: 0.91 of the read limit there against tiles' 0.75 (3x61x777, one thread);
+    on several threads the stripes of each thread's own columns (COLUMNS, cut as tiles are), as
+    the rows of a sentence cut into pieces left stripes too short (1x250x777 on two threads: 0.67
+    of the read limit, 0.90 by columns)."""
     n = plan(b, t, h, threads)[0]
     tile = _tile()
     if not tile or not _in_l2(b * t * h, n) or tile_plan(b, n)[1] > h // tile:
