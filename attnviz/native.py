@@ -398,10 +398,14 @@ def _in_llc(numel: int) -> bool:
 def mode(b: int, t: int, h: int, threads: int) -> int:
     """How ``weighted_rows`` sums rows for x of (B, T, H) on ``threads``: TILES where each
     thread's share sits in its L2 and each thread can have whole tiles of columns of its own
-    (``tile_plan``), else STRIPES (see L2_SHARE). Without AVX-512 (``_lanes``), tiles only where
-    a thread must take part of a sentence's columns: on an AVX2 host (EPYC Zen 3, plain C) in L2
-    tiles read at 0.76 (one thread) and 0.80 (two) of the read limit at 16x128x128, stripes at
-    0.945 and 0.92; at 1x256x1024 on two threads tiles 0.77, the rows cut in stripes 0.56.
+    (``tile_plan``), else STRIPES (see L2_SHARE).
+
+    Without AVX-512 (``_lanes``), never tiles: their 8 running sums in registers, one add each per
+    row, read 0.68-0.80 of the read limit in L2 on an AVX2 host (EPYC Zen 3, plain C), stripes
+    0.92-0.95 for whole sentences a thread. One sentence on two threads is then cut by its rows
+    (``plan``): 1x256x1024 and 1x128x1024, 0.89-0.95 of the read limit, tiles 0.69-0.78 and each
+    thread's own columns in stripes 0.60-0.71 (paired in one process, kernel and read through
+    ctypes, after the cut pieces stopped waiting at a barrier to be added).
     Where the kernel reads rows off the 64-byte lines as whole lines (H not a multiple of 16),
     stripes in L2 too: 0.91 of the read limit there against tiles' 0.75 (3x61x777, one thread);
     on several threads the stripes of each thread's own columns (COLUMNS, cut as tiles are), as
@@ -411,8 +415,8 @@ def mode(b: int, t: int, h: int, threads: int) -> int:
     tile = _tile()
     if not tile or not _in_l2(b * t * h, n) or tile_plan(b, n)[1] > h // tile:
         return STRIPES
-    if tile_plan(b, n)[1] == 1 and _lanes() < 16:  # whole sentences a thread, no AVX-512
-        return STRIPES  # tiles' 8 sums in registers: 0.68-0.80 of the read limit, stripes 0.92-0.95
+    if _lanes() < 16:  # tiles' 8 sums in registers: 0.68-0.80 of the read limit in L2
+        return STRIPES
     if h % 16 and _realigns():
         return COLUMNS if n > 1 else STRIPES
     return TILES

@@ -91,12 +91,26 @@ def test_kernel_matches_float64_reference(shape, threads, fine_grained, summed_i
         ((5, 100, 70), True, False),  # 5 sentences do not share out evenly over 3 threads
         ((3, 8, 7), False, False),  # 3 do: one each, no partial sums to add
         ((64, 3, 5), False, True),
+        ((70, 40, 33), True, False),  # more sentences cut than the kernel counts on its stack
     ],
 )
 def test_plan_paths_are_exercised(shape, split, grouped, fine_grained):
     n, group, pieces = native.plan(*shape, 3)
     assert n > 1
     assert (pieces > 1) == split and (group > 1) == grouped
+
+
+@needs_kernel
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_many_sentences_cut_into_pieces_are_each_added_once(threads, fine_grained):
+    """Each sentence's pieces are added by the thread that finishes its last one, whose count the
+    kernel keeps on its stack for up to 64 sentences and in memory of its own beyond."""
+    for b in (61, 65, 71):  # sharing no factor with the threads: cut into pieces
+        x, w = random_inputs(b, 40, 33, seed=b + threads)
+        assert native.plan(b, 40, 33, threads)[2] > 1 or threads == 1
+        assert_close(
+            native.weighted_rows(x, w, threads=threads), expected(x, w), rtol=1e-5, atol=1e-4
+        )
 
 
 @needs_kernel
@@ -480,14 +494,15 @@ def test_rows_are_summed_in_tiles_in_l2_and_in_stripes_beyond(monkeypatch):
 
 
 @needs_kernel
-def test_without_avx512_whole_sentences_in_l2_are_summed_in_stripes(monkeypatch):
+def test_without_avx512_rows_in_l2_are_summed_in_stripes(monkeypatch):
     monkeypatch.setattr(native, "_caches", lambda: (2**20, 32 * 2**20))
     monkeypatch.setattr(native, "_lanes", lambda: 8)  # AVX2: 16 registers of 8 floats
     monkeypatch.setattr(native, "_realigns", lambda: False)  # GCC aligns steps with AVX-512 only
     assert native.mode(4, 64, 1024, 1) == native.STRIPES  # whole sentences a thread
     assert native.mode(16, 128, 128, 2) == native.STRIPES
-    assert native.mode(1, 256, 1024, 2) == native.TILES  # one sentence's columns shared: tiles
-    assert native.mode(3, 61, 777, 2) == native.TILES
+    assert native.mode(1, 256, 1024, 2) == native.STRIPES  # one sentence on two threads ...
+    assert native.plan(1, 256, 1024, 2) == (2, 1, 2)  # ... cut by its rows, not its columns
+    assert native.mode(3, 61, 777, 2) == native.STRIPES
 
 
 @needs_kernel

@@ -10,7 +10,8 @@
  * (in stripes; in tiles see weighted_rows_f32):
  *   split == 1: a unit is `group` whole sentences, each written to out[b, :];
  *   split > 1:  a unit is one of `split` pieces of a sentence's rows, written to
- *               partial[b, k, :] ((B, split, H)); a second loop adds the pieces into out.
+ *               partial[b, k, :] ((B, split, H)); the thread that finishes a sentence's last
+ *               piece adds its pieces into out[b, :].
  * Built with -fopenmp in a process where PyTorch has already loaded its libgomp.so.1, the loader
  * reuses that library, so these loops run on PyTorch's own (already warm) OpenMP threads.
  *
@@ -27,11 +28,11 @@
  * they do in PyTorch.
  */
 #include <stdint.h>
+#include <stdlib.h>
 
 #ifndef BLOCK_H
 #define BLOCK_H 2048 /* 8 KiB of running sums */
 #endif
-#define SUM_COLUMNS 256 /* columns per unit when the pieces of a split sentence are added */
 
 /* VL floats as one value, one register of the widest vectors the CPU has (GCC and Clang vector
  * types): 16 with AVX-512, 8 with AVX, 4 with SSE or NEON. Never wider than the registers: a
@@ -343,6 +344,32 @@ int weighted_rows_realigns(void) {
 #endif
 }
 
+/* partial[s, k, :] = the weighted sum of piece k (of `split`, t_per rows each) of sentence s */
+static void sum_piece(const float *x, const float *w, float *partial, long s, long k, long t,
+                      long h, long t_per, long split) {
+    const long lo = k * t_per, hi = (lo + t_per < t) ? lo + t_per : t;
+    float *dst = partial + (s * split + k) * h;
+    if (lo < hi)
+        sum_rows(x + (s * t + lo) * h, w + s * t + lo, dst, hi - lo, h, h);
+    else
+        for (long j = 0; j < h; j++) dst[j] = 0.0f; /* an empty last piece */
+}
+
+/* o[0:h] = the sum of the split pieces p[k*h : k*h + h], in order of k */
+static void add_pieces(float *restrict o, const float *restrict p, long h, long split) {
+    for (long j = 0; j < h; j++) o[j] = p[j];
+    for (long k = 1; k < split; k++)
+        for (long j = 0; j < h; j++) o[j] += p[k * h + j];
+}
+
+/* sentence s's pieces on `threads` threads, then their sum (the kernel's way without counts) */
+static void sum_pieces(const float *x, const float *w, float *out, float *partial, long s, long t,
+                       long h, long t_per, long split, int threads) {
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1)
+    for (long k = 0; k < split; k++) sum_piece(x, w, partial, s, k, t, h, t_per, split);
+    add_pieces(out + s * h, partial + s * split * h, h, split);
+}
+
 /* shape = {B, T, H, group, split, threads, mode}: one array, so that a call from Python
  * converts five arguments, not eleven (each costs ~0.1 us, against ~10 us for a call on 1 MiB
  * in L2).
@@ -396,33 +423,26 @@ void weighted_rows_f32(const float *x, const float *w, float *out, float *partia
         return;
     }
     const long t_per = (t + split - 1) / split; /* rows per piece */
-#pragma omp parallel num_threads(threads) if (threads > 1)
-    {
-#pragma omp for schedule(dynamic, 1)
-        for (long u = 0; u < b * split; u++) {
-            const long s = u / split, k = u % split; /* sentence s, piece k */
-            const long lo = k * t_per, hi = (lo + t_per < t) ? lo + t_per : t;
-            float *dst = partial + u * h; /* partial[s, k, :] */
-            if (lo < hi)
-                sum_rows(x + (s * t + lo) * h, w + s * t + lo, dst, hi - lo, h, h);
-            else
-                for (long j = 0; j < h; j++) dst[j] = 0.0f; /* an empty last piece */
-        }
-        /* the loop above ends with a barrier: every piece is written before they are added,
-         * SUM_COLUMNS columns of one sentence at a time, so that the threads share this step
-         * even for a single sentence (B = 1, the case that splits) */
-        const long blocks = (h + SUM_COLUMNS - 1) / SUM_COLUMNS;
-#pragma omp for schedule(static)
-        for (long u = 0; u < b * blocks; u++) {
-            const long s = u / blocks, j0 = (u % blocks) * SUM_COLUMNS;
-            const long n = (h - j0 < SUM_COLUMNS) ? h - j0 : SUM_COLUMNS;
-            float *restrict o = out + s * h + j0;
-            const float *restrict p = partial + s * split * h + j0;
-            for (long j = 0; j < n; j++) o[j] = p[j];
-            for (long k = 1; k < split; k++)
-                for (long j = 0; j < n; j++) o[j] += p[k * h + j];
-        }
+    /* pieces of each sentence finished so far: the thread that finishes a sentence's last piece
+     * adds its pieces into out[s, :] (the acquire of its count sees every other piece's stores).
+     * There is then no barrier between the pieces and their sum: an earlier version waited for
+     * every piece, then shared the adding out; on two threads in L2 (1x256x1024) that second
+     * barrier and the second loop cost ~1 us of ~10 (plain C). The adding is split / T of the
+     * sentence's reads at most (pieces have at least MIN_PIECE_ROWS rows: under 1/32). */
+    long few[64] = {0};
+    long *done = b <= 64 ? few : (long *)calloc((size_t)b, sizeof(long));
+    if (done == NULL) { /* no memory for the counts: add after a barrier, as before */
+        for (long s = 0; s < b; s++) sum_pieces(x, w, out, partial, s, t, h, t_per, split, threads);
+        return;
     }
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1)
+    for (long u = 0; u < b * split; u++) {
+        const long s = u / split, k = u % split; /* sentence s, piece k */
+        sum_piece(x, w, partial, s, k, t, h, t_per, split);
+        if (__atomic_add_fetch(&done[s], 1, __ATOMIC_ACQ_REL) == split)
+            add_pieces(out + s * h, partial + s * split * h, h, split);
+    }
+    if (done != few) free(done);
 }
 
 /* The machine's read limit, built and threaded like the kernel above: the sum of n numbers of x.
