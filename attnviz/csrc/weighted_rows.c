@@ -1,6 +1,7 @@
 /* The CPU kernel behind method="fused" for float32: weighted sums of rows, one pass over x.
  *
- * x is B*T rows of H numbers (net_output (B, T, H), contiguous), w is B*T weights (att_scores (B, T)).
+ * x is B*T rows of H numbers (net_output (B, T, H), contiguous), w is B*T weights
+ * (att_scores (B, T)).
  * Sentence b owns rows b*T .. b*T + T-1, and its result is
  *
  *     out[b, :] = sum over t of w[b, t] * x[b, t, :]
@@ -33,6 +34,21 @@
 #ifndef BLOCK_H
 #define BLOCK_H 2048 /* 8 KiB of running sums */
 #endif
+
+/* for (long u = 0; u < n; u++) { body }: on `threads` OpenMP threads (a variable of that name
+ * in scope), which take units one at a time as they come free (schedule(dynamic)), or with one
+ * thread in this thread alone, with no OpenMP region at all: libgomp makes a futex system call
+ * for every region, if (false) included (strace: one per call), ~0.3 us of a one-thread call. */
+#define FOR_UNITS(u, n, threads, ...)                                                              \
+    do {                                                                                           \
+        const long n_units_ = (n);                                                                 \
+        if ((threads) > 1) {                                                                       \
+            _Pragma("omp parallel for schedule(dynamic, 1) num_threads(threads)")                  \
+            for (long u = 0; u < n_units_; u++) { __VA_ARGS__ }                                    \
+        } else {                                                                                   \
+            for (long u = 0; u < n_units_; u++) { __VA_ARGS__ }                                    \
+        }                                                                                          \
+    } while (0)
 
 /* VL floats as one value, one register of the widest vectors the CPU has (GCC and Clang vector
  * types): 16 with AVX-512, 8 with AVX, 4 with SSE or NEON. Never wider than the registers: a
@@ -365,8 +381,7 @@ static void add_pieces(float *restrict o, const float *restrict p, long h, long 
 /* sentence s's pieces on `threads` threads, then their sum (the kernel's way without counts) */
 static void sum_pieces(const float *x, const float *w, float *out, float *partial, long s, long t,
                        long h, long t_per, long split, int threads) {
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1)
-    for (long k = 0; k < split; k++) sum_piece(x, w, partial, s, k, t, h, t_per, split);
+    FOR_UNITS(k, split, threads, sum_piece(x, w, partial, s, k, t, h, t_per, split););
     add_pieces(out + s * h, partial + s * split * h, h, split);
 }
 
@@ -396,8 +411,7 @@ void weighted_rows_f32(const float *x, const float *w, float *out, float *partia
         const long per = tiles ? (h / TILE + split - 1) / split * TILE /* columns per chunk */
                                : ((h + split - 1) / split + 15) / 16 * 16;
         const long n_units = (b + group - 1) / group * split;
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1)
-        for (long u = 0; u < n_units; u++) {
+        FOR_UNITS(u, n_units, threads, {
             const long g = u / split, k = u % split;
             const long c0 = k * per < h ? k * per : h;
             const long c1 = (k == split - 1 || c0 + per > h) ? h : c0 + per;
@@ -409,17 +423,16 @@ void weighted_rows_f32(const float *x, const float *w, float *out, float *partia
                 else
                     sum_rows(xs, w + s * t, out + s * h + c0, t, h, c1 - c0);
             }
-        }
+        });
         return;
     }
     if (split == 1) {
         const long n_units = (b + group - 1) / group;
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1)
-        for (long u = 0; u < n_units; u++) {
+        FOR_UNITS(u, n_units, threads, {
             const long end = (u + 1) * group < b ? (u + 1) * group : b;
             for (long s = u * group; s < end; s++)
                 sum_rows(x + s * t * h, w + s * t, out + s * h, t, h, h);
-        }
+        });
         return;
     }
     const long t_per = (t + split - 1) / split; /* rows per piece */
@@ -427,21 +440,21 @@ void weighted_rows_f32(const float *x, const float *w, float *out, float *partia
      * adds its pieces into out[s, :] (the acquire of its count sees every other piece's stores).
      * There is then no barrier between the pieces and their sum: an earlier version waited for
      * every piece, then shared the adding out; on two threads in L2 (1x256x1024) that second
-     * barrier and the second loop cost ~1 us of ~10 (plain C). The adding is split / T of the
-     * sentence's reads at most (pieces have at least MIN_PIECE_ROWS rows: under 1/32). */
+     * barrier and the second loop cost ~1 us of ~10 (kernel and read called through ctypes).
+     * The adding is split / T of the sentence's reads at most (pieces have at least
+     * MIN_PIECE_ROWS rows: under 1/32). */
     long few[64] = {0};
     long *done = b <= 64 ? few : (long *)calloc((size_t)b, sizeof(long));
     if (done == NULL) { /* no memory for the counts: add after a barrier, as before */
         for (long s = 0; s < b; s++) sum_pieces(x, w, out, partial, s, t, h, t_per, split, threads);
         return;
     }
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1)
-    for (long u = 0; u < b * split; u++) {
+    FOR_UNITS(u, b * split, threads, {
         const long s = u / split, k = u % split; /* sentence s, piece k */
         sum_piece(x, w, partial, s, k, t, h, t_per, split);
         if (__atomic_add_fetch(&done[s], 1, __ATOMIC_ACQ_REL) == split)
             add_pieces(out + s * h, partial + s * split * h, h, split);
-    }
+    });
     if (done != few) free(done);
 }
 
@@ -502,8 +515,12 @@ double read_floats(const float *x, long n, long unit, int threads, int mode) {
     double (*const read)(const float *restrict, long) = mode == 1 ? read_run : read_block;
     const long n_units = (n + unit - 1) / unit;
     double total = 0.0;
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1) \
-    reduction(+ : total)
+    if (threads == 1) { /* no OpenMP region: see FOR_UNITS */
+        for (long lo = 0; lo < n; lo += unit)
+            total += read(x + lo, (n - lo < unit) ? n - lo : unit);
+        return total;
+    }
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) reduction(+ : total)
     for (long u = 0; u < n_units; u++) {
         const long lo = u * unit, len = (n - lo < unit) ? n - lo : unit;
         total += read(x + lo, len);
