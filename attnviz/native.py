@@ -12,13 +12,13 @@ of two ways, picked by where x sits (``mode``): where a thread's share fits in i
 beyond, in four stripes of rows read side by side (four long streams, which keep memory busy)
 into running sums in L1, threads taking units of work as they come free.
 
-The same library holds the read limit (``read_sum``): a plain read of x in C, built with the same
-flags, run on the same threads and cut the same way, into independent vector sums, so that it is
-bound by memory and not by a chain of adds: in one stream or in four side by side (``read_mode``
-guesses one where x fits in the last-level cache; ``attnviz.bench`` times both on x and keeps the
-faster, ``native_op.fastest_reader``: near the cache's size four were the faster). The benchmark
-times it as the floor that every method is compared with. (``x.sum()`` is no floor: on an Intel Xeon we
-measured bmm and the kernel 20% faster than it.)
+The same library holds the read limit (``attnviz.native_read``): a plain read of x in C, built
+with the same flags, run on the same threads and cut the same way, into independent vector sums,
+so that it is bound by memory and not by a chain of adds: in one stream or in four side by side
+(``read_mode`` guesses one where x fits in the last-level cache; ``attnviz.bench`` times both on
+x and keeps the faster, ``native_op.fastest_reader``: near the cache's size four were the
+faster). The benchmark times it as the floor that every method is compared with. (``x.sum()`` is
+no floor: on an Intel Xeon we measured bmm and the kernel 20% faster than it.)
 
 - Build: ``cc -O3 -march=native -std=c99 -fopenmp -shared -fPIC`` (``$CC`` if set, else cc, gcc
   or clang), about 0.2 s, once per machine: the library is cached under ``$ATTNVIZ_CACHE_DIR`` or
@@ -57,7 +57,6 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -89,15 +88,7 @@ MIN_PIECE_ROWS = 32
 # in the last-level cache, one unit per thread: there more units cost more than the balance
 # they buy (measured at 2 threads: 0.74-0.80 of the read limit with 4 units a thread, 0.86-0.95
 # with one).
-# read_mode guesses one stream where x fits in the last-level cache (3-8% faster there, measured
-# at 256 KiB-16 MiB; 0-17% slower on the host of 2026-12-03 20:40, and 18-28% slower at 24-28
-# MiB, so the benchmark times both: native_op.fastest_reader) and READ_STREAMS streams beyond
-# (one stream was 15-30% slower from DRAM), there in
-# units of READ_UNIT_NUMEL numbers (4 MiB): the streams of a unit are then 1 MiB apart, which
-# read from DRAM up to 19% faster than streams a quarter of x apart (80 MiB, one thread: 25.5
-# against 21.5 GB/s; the fused kernel read 7 sentences of 12 MiB at 1.17x the old limit).
 STRIPES, TILES, COLUMNS = 0, 1, 2
-READ_UNIT_NUMEL = 1 << 20
 L2_SHARE = 1
 DEFAULT_L2_BYTES = 256 * 2**10  # where the machine does not say: the smallest L2 of a current CPU
 DEFAULT_LLC_BYTES = 8 * 2**20
@@ -326,6 +317,11 @@ def plan(b: int, t: int, h: int, threads: int) -> tuple[int, int, int]:
     at least MIN_PIECE_ROWS rows, whose partial sums are added up afterwards, so that threads
     finish within a small unit of each other. (Cached: the app and the benchmarks ask for the
     same few shapes again and again, and each microsecond shows at small sizes.)
+
+    Sentences of more than MAX_UNIT_NUMEL numbers are cut into pieces of at most that once x
+    comes from DRAM, one thread included: a sentence's four stripes are then streams 4 MiB apart
+    or less, not a quarter of the sentence. 1x65536x1024 (256 MiB) on one thread, kernel and read
+    through ctypes, medians of 9: 0.87-0.89 of the read limit whole, 0.99 in 16 pieces.
     """
     return _plan(b, t, h, threads, MIN_NUMEL_PER_THREAD, MAX_UNIT_NUMEL, MIN_PIECE_ROWS)
 
@@ -335,8 +331,11 @@ def _plan(
     b: int, t: int, h: int, threads: int, min_numel: int, max_unit: int, min_rows: int
 ) -> tuple[int, int, int]:
     n = max(1, min(threads, b * t * h // min_numel))
-    if n == 1 or b * t == 0 or h == 0:
+    if b * t == 0 or h == 0:
         return 1, max(1, b), 1
+    if n == 1:  # from DRAM, sentences in pieces of at most max_unit numbers (see the docstring)
+        split = 1 if _in_llc(b * t * h) else max(1, min(-(-t * h // max_unit), t // min_rows))
+        return (1, max(1, b), 1) if split == 1 else (1, 1, split)
     if _in_llc(b * t * h):  # one equal unit per thread (or B * split of them, shared evenly)
         g = math.gcd(b, n)
         split = max(1, min(n // g, t // min_rows))
@@ -528,74 +527,3 @@ def try_weighted_rows(x: Tensor, w: Tensor) -> Tensor | None:
     if lib is None:
         return None
     return _run(lib, x, w, b, t, h, torch.get_num_threads())
-
-
-def read_plan(n: int, threads: int) -> tuple[int, int]:
-    """(threads used, unit) for a plain read of ``n`` numbers: one thread under
-    MIN_NUMEL_PER_THREAD numbers per thread; where x fits in the last-level cache, one unit per
-    thread (of at most MAX_UNIT_NUMEL numbers); beyond, units of READ_UNIT_NUMEL numbers that the
-    threads take as they come free. (Cached, as ``plan`` is.)"""
-    return _read_plan(n, threads, *_read_limits())
-
-
-def _read_limits() -> tuple[int, int]:
-    return MIN_NUMEL_PER_THREAD, MAX_UNIT_NUMEL
-
-
-@functools.lru_cache(maxsize=256)
-def _read_plan(n: int, threads: int, min_numel: int, max_unit: int):
-    used = max(1, min(threads, n // min_numel))
-    if not _in_llc(n):  # from DRAM: units of READ_UNIT_NUMEL, the faster read there
-        return min(used, math.ceil(n / READ_UNIT_NUMEL)), READ_UNIT_NUMEL
-    if used == 1:
-        return 1, max(1, n)
-    unit = min(max_unit, math.ceil(n / used))  # in the last-level cache: one unit per thread
-    return min(used, math.ceil(n / unit)), unit
-
-
-def read_mode(n: int) -> int:
-    """How ``read_sum`` reads n float32 numbers: in one stream (TILES) where they fit in the
-    last-level cache, in streams side by side (STRIPES) beyond."""
-    return TILES if _in_llc(n) else STRIPES
-
-
-def read_sum(x: Tensor, *, threads: int | None = None) -> float:
-    """The sum of every number of ``x`` (float32, contiguous, CPU) by the C read loop: the
-    machine's read limit for a one-pass method, ``reader(x, threads=threads)(x)``. The value is a
-    double summed in no fixed order: it is there so that the reads happen, not to be compared bit
-    for bit. Raises RuntimeError when the kernel could not be built."""
-    return reader(x, threads=threads)(x)
-
-
-def reader(
-    x: Tensor, *, threads: int | None = None, mode: int | None = None
-) -> Callable[[Tensor], float]:
-    """A read of tensors shaped like ``x`` (float32, contiguous, CPU) by the C read loop, planned
-    once: ``attnviz.bench`` times it as the floor.
-
-    Built with the kernel's flags and run on the same OpenMP threads, cut the same way, reading
-    one stream or four side by side (``read_mode``) into independent vector sums, so that it is
-    bound by memory, not by a chain of adds. A call checks its tensor and reads it through
-    ctypes, nothing more (``attnviz.native_op.reader`` calls the same loop through a builtin,
-    leaner still): a floor slowed by its own call would let the kernel's leaner call seem to beat
-    the machine (at 1x250x777, 7.6 µs a read planned once, 10.9 µs planned per call).
-    ``mode``: TILES (one stream) or STRIPES (four); ``read_mode``'s guess where None.
-    """
-    if not (x.is_cpu and x.dtype is torch.float32 and x.is_contiguous()):
-        raise AttnvizError(
-            f"read_sum needs a contiguous float32 CPU tensor; got {tuple(x.shape)} {x.dtype} "
-            f"on {x.device}."
-        )
-    built, lib = _built if _built is not None else _build()
-    if lib is None:
-        raise RuntimeError(f"the C kernel is not available: {built.detail}")
-    shape, numel, f32, read = x.shape, x.numel(), torch.float32, lib.read_floats
-    n, unit = _read_plan(numel, threads or torch.get_num_threads(), *_read_limits())
-    mode_ = read_mode(numel) if mode is None else mode
-
-    def read_one(y: Tensor) -> float:
-        if y.shape != shape or y.dtype is not f32 or not (y.is_cpu and y.is_contiguous()):
-            raise AttnvizError(f"this reader reads {tuple(shape)} float32; got {tuple(y.shape)}.")
-        return read(y.data_ptr(), numel, unit, n, mode_)  # c_double: a float
-
-    return read_one

@@ -59,7 +59,7 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from attnviz import native
+from attnviz import native, native_read
 
 SOURCE = Path(__file__).with_name("csrc") / "weighted_rows_op.cpp"
 STANDARDS = ("-std=c++20", "-std=c++17")  # the first the compiler takes
@@ -297,18 +297,18 @@ def _look_again() -> None:
 def reader(
     x: Tensor, *, threads: int | None = None, mode: int | None = None
 ) -> Callable[[Tensor], float]:
-    """``native.reader(x)``: a read of tensors shaped like x, planned once, through the builtin
+    """``native_read.reader(x)``: a read of tensors shaped like x, planned once, through the builtin
     ``read_floats`` where it is loaded, as fused calls the kernel through ``weighted_rows``: the
     floor's call then costs no more than fused's (through ctypes a read of 64 KiB took 2.7 µs,
     through the builtin 1.4 µs, and fused's leaner call would have beaten the floor). Raises as
-    ``native.reader`` does."""
-    checked = native.reader(x, threads=threads, mode=mode)  # the checks, plan and ctypes path
+    ``native_read.reader`` does."""
+    checked = native_read.reader(x, threads=threads, mode=mode)  # the checks, plan and ctypes path
     entry = read_floats
     if entry is None:
         return checked
     numel = x.numel()
-    used, unit = native.read_plan(numel, threads or torch.get_num_threads())
-    how = native.read_mode(numel) if mode is None else mode
+    used, unit = native_read.read_plan(numel, threads or torch.get_num_threads())
+    how = native_read.read_mode(numel) if mode is None else mode
 
     def read_one(y: Tensor) -> float:
         try:  # the builtin checks y itself; a y it refuses is checked again, for the message
@@ -323,7 +323,7 @@ def fastest_reader(
     x: Tensor, *, threads: int | None = None, tries: int = 3
 ) -> Callable[[Tensor], float]:
     """``reader(x)`` in the faster of its two ways to read (one stream, four side by side), timed
-    on x here: the read limit, wherever x sits. ``native.read_mode`` guesses one stream where x
+    on x here: the read limit, wherever x sits. ``native_read.read_mode`` guesses one stream where x
     fits in the last-level cache; near its size part of x comes from memory (the cache is shared),
     and there one stream was the slower: at 24-28 MiB against a 32 MiB L3, on one thread, fused's
     four stripes read 1.18-1.28x as fast as that floor (``python -m attnviz.bench`` flagged it).

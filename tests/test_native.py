@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from torch.testing import assert_close
 
 import attnviz
-from attnviz import AttnvizError, fused, native, native_op
+from attnviz import AttnvizError, fused, native, native_op, native_read
 
 needs_kernel = pytest.mark.skipif(
     not native.available(), reason=f"no C kernel here: {native.build().detail}"
@@ -111,6 +111,31 @@ def test_many_sentences_cut_into_pieces_are_each_added_once(threads, fine_graine
         assert_close(
             native.weighted_rows(x, w, threads=threads), expected(x, w), rtol=1e-5, atol=1e-4
         )
+
+
+@needs_kernel
+def test_one_thread_cuts_long_sentences_from_dram_into_pieces(monkeypatch):
+    def caches(llc_bytes):  # plans are cached by shape, not by the caches' sizes
+        monkeypatch.setattr(native, "_caches", lambda: (2**10, llc_bytes))
+        native._plan.cache_clear()
+        native._call_shape.cache_clear()
+
+    monkeypatch.setattr(native, "MAX_UNIT_NUMEL", 256)
+    monkeypatch.setattr(native, "MIN_PIECE_ROWS", 2)
+    try:
+        caches(2**30)
+        assert native.plan(1, 300, 33, 1) == (1, 1, 1)  # in the last-level cache: whole
+        caches(2**12)  # x is past a 4 KiB "L3"
+        assert native.plan(1, 300, 33, 1) == (1, 1, 39)  # ceil(300 * 33 / 256) pieces
+        assert native.plan(2, 7, 33, 1) == (1, 2, 1)  # 231 numbers a sentence: whole
+        for shape in ((1, 300, 33), (3, 101, 70)):
+            x, w = random_inputs(*shape, seed=sum(shape))
+            assert native.plan(*shape, 1)[2] > 1
+            got = native.weighted_rows(x, w, threads=1)
+            assert_close(got, expected(x, w), rtol=1e-5, atol=1e-4)
+    finally:
+        native._plan.cache_clear()
+        native._call_shape.cache_clear()
 
 
 @needs_kernel
@@ -262,7 +287,7 @@ def test_concurrent_callers_get_their_own_results():
 @pytest.mark.parametrize("threads", [1, 2, 3])
 def test_read_sum_is_the_sum_of_every_number(n, threads, fine_grained):
     x = torch.rand(n, generator=torch.Generator().manual_seed(n), dtype=torch.float64)
-    got = native.read_sum(x.float(), threads=threads)
+    got = native_read.read_sum(x.float(), threads=threads)
     assert got == pytest.approx(float(x.float().double().sum()), rel=1e-5, abs=1e-5)
 
 
@@ -270,21 +295,21 @@ def test_read_sum_is_the_sum_of_every_number(n, threads, fine_grained):
 @pytest.mark.parametrize("threads", [1, 2])
 def test_read_sum_from_memory_reads_units_and_every_number(threads, monkeypatch):
     monkeypatch.setattr(native, "_caches", lambda: (2**10, 2**12))  # x "past" a 4 KiB LLC
-    monkeypatch.setattr(native, "READ_UNIT_NUMEL", 1000)
+    monkeypatch.setattr(native_read, "READ_UNIT_NUMEL", 1000)
     monkeypatch.setattr(native, "MIN_NUMEL_PER_THREAD", 1)
-    native._read_plan.cache_clear()
+    native_read._read_plan.cache_clear()
     try:
-        assert native.read_plan(70_001, threads) == (threads, 1000)
+        assert native_read.read_plan(70_001, threads) == (threads, 1000)
         x = torch.arange(70_001, dtype=torch.float32) % 7  # exact in float32 and in the sum
-        assert native.read_sum(x, threads=threads) == float(x.double().sum())
+        assert native_read.read_sum(x, threads=threads) == float(x.double().sum())
     finally:
-        native._read_plan.cache_clear()
+        native_read._read_plan.cache_clear()
 
 
 @needs_kernel
 def test_read_sum_reads_a_b_t_h_tensor_whole():
     x, _ = random_inputs(3, 17, 17, seed=4)  # T == H
-    assert native.read_sum(x) == pytest.approx(float(x.double().sum()), rel=1e-5, abs=1e-4)
+    assert native_read.read_sum(x) == pytest.approx(float(x.double().sum()), rel=1e-5, abs=1e-4)
 
 
 @needs_kernel
@@ -292,7 +317,7 @@ def test_a_reader_reads_every_tensor_of_its_shape_and_refuses_the_rest():
     """The floor's reader is planned for one shape: any other would be read past its end."""
     x, _ = random_inputs(2, 30, 70, seed=5)
     y, _ = random_inputs(2, 30, 70, seed=6)
-    read = native.reader(x, threads=2)
+    read = native_read.reader(x, threads=2)
     assert read(y) == pytest.approx(float(y.double().sum()), rel=1e-5, abs=1e-4)
     for wrong in (
         torch.zeros(2, 30, 71),
@@ -307,7 +332,7 @@ def test_a_reader_reads_every_tensor_of_its_shape_and_refuses_the_rest():
 
 @pytest.mark.parametrize(("n", "threads"), [(10, 4), (1 << 20, 2), (1 << 30, 2), (5 << 16, 8)])
 def test_read_plan_covers_every_number(n, threads):
-    used, unit = native.read_plan(n, threads)
+    used, unit = native_read.read_plan(n, threads)
     assert 1 <= used <= threads and 1 <= unit <= n
     assert math.ceil(n / unit) >= used  # every thread used has a unit
     assert used == 1 or unit <= native.MAX_UNIT_NUMEL
@@ -315,7 +340,7 @@ def test_read_plan_covers_every_number(n, threads):
 
 def test_read_sum_refuses_what_it_cannot_read():
     with pytest.raises(AttnvizError, match="contiguous float32"):
-        native.read_sum(torch.zeros(4, 4).t())
+        native_read.read_sum(torch.zeros(4, 4).t())
 
 
 @needs_kernel
@@ -489,8 +514,8 @@ def test_rows_are_summed_in_tiles_in_l2_and_in_stripes_beyond(monkeypatch):
     assert native.mode(3, 61, 777, 1) == (native.STRIPES if native._realigns() else native.TILES)
     # ... and on several threads each thread's own columns, in stripes
     assert native.mode(1, 250, 777, 2) == (native.COLUMNS if native._realigns() else native.TILES)
-    assert native.read_mode(2**18) == native.TILES  # in the last-level cache: one stream
-    assert native.read_mode(2**24) == native.STRIPES  # 64 MiB: streams side by side
+    assert native_read.read_mode(2**18) == native.TILES  # in the last-level cache: one stream
+    assert native_read.read_mode(2**24) == native.STRIPES  # 64 MiB: streams side by side
 
 
 @needs_kernel
@@ -510,5 +535,5 @@ def test_without_avx512_rows_in_l2_are_summed_in_stripes(monkeypatch):
 def test_both_ways_of_reading_sum_every_number_once(n, monkeypatch):
     x = torch.arange(n, dtype=torch.float32) % 7  # exact in float32 and in the double result
     for kind in (native.STRIPES, native.TILES):
-        monkeypatch.setattr(native, "read_mode", lambda n, kind=kind: kind)
-        assert native.read_sum(x) == float(x.double().sum())
+        monkeypatch.setattr(native_read, "read_mode", lambda n, kind=kind: kind)
+        assert native_read.read_sum(x) == float(x.double().sum())

@@ -14,7 +14,7 @@ import torch
 from torch.testing import assert_close
 
 import attnviz
-from attnviz import fused, native, native_op
+from attnviz import fused, native, native_op, native_read
 
 needs_op = pytest.mark.skipif(
     not native.available() or native_op.find_compiler() is None,
@@ -172,7 +172,7 @@ def test_a_tensor_subclass_is_answered_none_and_fused_still_sums_it(op, planned)
 @needs_op
 def test_the_floor_reads_through_the_builtin_and_refuses_what_the_reader_refuses(monkeypatch):
     """The benchmark's floor (``native_op.reader``) calls the read loop as leanly as fused calls
-    the kernel, and is as strict as ``native.reader`` about what it reads."""
+    the kernel, and is as strict as ``native_read.reader`` about what it reads."""
     assert native_op.build(timeout=600).ok
     if native_op.read_floats is None:
         pytest.skip("no Python headers here (python3-dev): the floor reads through ctypes")
@@ -182,7 +182,7 @@ def test_the_floor_reads_through_the_builtin_and_refuses_what_the_reader_refuses
     y, _ = random_inputs(2, 30, 70, seed=12)
     read = native_op.reader(x, threads=2)
     assert read(y) == pytest.approx(float(y.double().sum()), rel=1e-5, abs=1e-4)
-    assert calls == [(4200, *native.read_plan(4200, 2)[::-1], native.read_mode(4200))]
+    assert calls == [(4200, *native_read.read_plan(4200, 2)[::-1], native_read.read_mode(4200))]
     wrong = [torch.zeros(2, 30, 71), x.double(), torch.zeros(2, 70, 30).transpose(1, 2)]
     for y in wrong:
         with pytest.raises(attnviz.AttnvizError, match=r"reads \(2, 30, 70\) float32"):

@@ -10,7 +10,7 @@
   range are taken over rounds.
 - The floor is the machine's read limit: a plain read of the same bytes, timed in the same
   rounds. On the CPU (float32) it is the C read loop built with the fused kernel
-  (``attnviz.native.read_sum``: same flags, same threads, independent vector accumulators),
+  (``attnviz.native_read.read_sum``: same flags, same threads, independent vector accumulators),
   planned once and called as leanly as fused calls its kernel (``attnviz.native_op.reader``), since
   ``x.sum()`` is slower than a one-pass method on some CPUs and so no floor; elsewhere ``x.sum()``.
   Every method's GB/s counts reading x and w once and writing the output once, and

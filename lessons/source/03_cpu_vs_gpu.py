@@ -40,7 +40,7 @@ def sync() -> None:
 # from memory costs far more time than two arithmetic operations on any modern chip, so the
 # speed limit is **how fast the machine reads**: the best any method can do is read the bytes once,
 # as fast as a plain read loop reads them. The harness times such a loop (on the CPU a few lines of
-# C built like the fused kernel, `attnviz.native.read_sum`) as the *floor*, the machine's read
+# C built like the fused kernel, `attnviz.native_read.read_sum`) as the *floor*, the machine's read
 # limit.
 #
 # - **No method can beat the read limit**: every method must bring each number of `net_output`
