@@ -28,10 +28,10 @@ speed of a plain read, and never writes a (B, T, H) temporary (the one-liner doe
   points). On an AVX-512 host (sixth round): 0.97-1.02 of the machine's read limit (a C read
   loop, the faster of its two ways of reading) from DRAM, 0.88-0.96 in L3, and in L2 0.89-0.97
   from 1 MiB on, 0.89 at 512 KiB, where returning a new tensor costs ~0.5 µs of a 3.8 µs call
-  (rows off the 64-byte lines in L2: 0.76-0.83). On an AVX2 host (seventh round): 0.84-0.96
-  from DRAM, 0.85-0.94 in L3 on one thread, 0.74-0.82 in L2, and 0.61-0.69 where two threads
-  split a sentence in L3. The outputs come from blocks kept for the next call (``native_op``).
-  Without a C compiler,
+  (rows off the 64-byte lines in L2: 0.76-0.83). On an AVX2 host (eighth round, medians of five
+  runs): 0.95-0.99 from DRAM, 0.85-0.97 in L3 (two threads splitting a sentence: 0.85), and in
+  L2 0.78-0.86 on one thread, 0.69-0.85 on two. The outputs come from blocks kept for the next
+  call (``native_op``). Without a C compiler,
   for the other dtypes and for inputs that need gradients, the same row sum runs through PyTorch's
   embedding-bag kernel (``weighted_sum_rows``, ``F.embedding_bag(..., per_sample_weights=w)``,
   sentences cut into chunks when B is small), which has a backward and is somewhat slower.
