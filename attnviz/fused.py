@@ -39,7 +39,7 @@ speed of a plain read, and never writes a (B, T, H) temporary (the one-liner doe
   torch 2.13 lowers "bth,bt->bh" to ``bmm(x.permute(0, 2, 1), w[..., None])``, a (H, T) @ (T, 1)
   product over a transposed, strided x (seen with torch.profiler). ``torch.compile`` of the
   one-liner was slower than bmm after many seconds of compiling, so it is not used. Strided x and
-  small inputs (fewer than NATIVE_MIN_NUMEL numbers, where bmm's single call is as quick) go to
+  small inputs (fewer than NATIVE_MIN_NUMEL numbers, where a call is nearly all fixed cost) go to
   bmm. The numbers behind each of these statements, with the commands that measure them on your
   machine (``python -m attnviz.bench``), are in benchmarks/RESULTS.md.
 
@@ -75,9 +75,12 @@ def _bmm(x: Tensor, w: Tensor) -> Tensor:
     return torch.bmm(w[:, None, :], x)[:, 0, :]  # (B,1,T) @ (B,T,H) -> (B,1,H) -> (B,H)
 
 
-# From this many numbers in x on, the C kernel beats bmm (measured: benchmarks/RESULTS.md, "Small
-# sizes"); below it both cost a call's fixed microseconds and bmm needs no build. It also keeps
-# the C kernel from being built for the app's small examples.
+# From this many numbers in x on, fused calls the C kernel: measured through ctypes, before the
+# operator's builtin, the kernel beat bmm from here on (benchmarks/RESULTS-cpu-history.md, "Small
+# sizes"); below it a call is nearly all fixed cost and bmm needs no compiled code. Since the
+# builtin the kernel is the quicker even below it (2x3x5 on the AVX2 host of 2026-12-04: 0.63 µs
+# through the builtin, 4.8 µs through ctypes, 4.5-6.8 µs for bmm); a lower threshold is yet to be
+# measured and tested (benchmarks/RESULTS.md, eighth round).
 NATIVE_MIN_NUMEL = 1 << 14
 # Without the C kernel (no compiler, another dtype, autograd), the embedding-bag row sum beats
 # bmm only from this many numbers on (benchmarks/RESULTS-cpu-history.md, "Small sizes").
@@ -174,8 +177,8 @@ def fused_reason(x: Tensor, w: Tensor) -> str:
         least = _rows_from(x.dtype)
         kind = "C kernel" if least == NATIVE_MIN_NUMEL else "row sum"
         return (
-            f"x has {n:,} numbers, under the {least:,} from which the {kind}'s set-up (a few "
-            f"microseconds) pays off: one bmm call is as quick"
+            f"x has {n:,} numbers, under the {least:,} from which fused calls the {kind}: at this "
+            f"size a call is nearly all fixed cost, whichever runs, and bmm needs no compiled code"
         )
     if path == "bmm" and x.device.type == "cuda":
         return (

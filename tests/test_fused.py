@@ -106,7 +106,7 @@ def test_row_sum_splits_a_single_long_sentence_correctly():
         ("cpu", (2, 3, 5), "broadcast"),
         ("cpu", (48, 512, 1024), "fused"),
         ("cpu", (8, 64, 128), "fused"),  # 65,536 numbers: the C kernel's (NATIVE_MIN_NUMEL)
-        ("cpu", (4, 32, 64), "bmm"),  # 8,192: one bmm call is as quick
+        ("cpu", (4, 32, 64), "bmm"),  # 8,192: under NATIVE_MIN_NUMEL
         ("mps", (48, 512, 1024), "bmm"),
     ],
 )
