@@ -270,6 +270,34 @@ def test_link_restores_the_open_tab_and_cell():
     assert "weighted[1, 4]" in _texts(at)
 
 
+def test_the_browser_starts_every_example_widget_where_the_session_is():
+    """Each widget's default (what a browser shows when it has no value of its own) is the value
+    the link set. With Streamlit's defaults, a run replaced before the browser drew it (on a
+    busy machine) left the size boxes at 1, and the next cell edit resized the example to
+    1 x 1 x 1. Sizes, seed, cell and preset differ from the defaults and from each other."""
+    params = link.encode(
+        link.Link(
+            preset="random",
+            shape=(3, 4, 6),
+            seed=7,
+            softmax=True,
+            use_mask=True,
+            tab="cell",
+            cell=(1, 4),
+        )
+    )
+    at = _app(params)
+    for key, want in (("pg_b", 3.0), ("pg_t", 4.0), ("pg_h", 6.0), ("pg_seed", 7.0)):
+        box = at.number_input(key=key)
+        assert (box.value, box.proto.default) == (want, want), key
+    for key in ("pg_softmax", "pg_use_mask"):
+        assert at.toggle(key=key).proto.default is True, key
+    presets = list(examples.PRESETS)
+    for key, index in (("pg_preset", presets.index("random")), ("pg_cell_b", 1), ("pg_cell_h", 4)):
+        assert at.selectbox(key=key).proto.default == index, key
+    assert _app(link.encode(link.Link(all_steps=True))).toggle(key="pg_all").proto.default is True
+
+
 def test_address_bar_follows_an_edit():
     at = _app()
     _edit(at, editor_key("x", _version(at), 0), {"edited_rows": {0: {"h0": 0.125}}})

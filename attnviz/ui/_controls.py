@@ -61,6 +61,18 @@ def flag(key: str) -> None:
         ss[key] = False
 
 
+def start_at(key: str, default: object) -> object:
+    """The default to draw the widget ``key`` with: the value session state holds for it.
+
+    A value set through session state reaches the browser only with the run that set it. When
+    another run replaces that one before the browser draws the widget (the screen's report does,
+    on a busy machine), the browser starts the widget at its default. With Streamlit's default
+    (a size box's minimum, 1) the next cell edit's run carried B = T = H = 1, and the example
+    fell to 1 x 1 x 1: the edit was lost. With this default, the browser starts where the
+    session is. (Streamlit logs once that a widget had both; config.toml turns that off.)"""
+    return st.session_state.get(key, default)
+
+
 def current(key: str, default: object) -> object:
     """A widget's value, drawn this run or not."""
     ss = st.session_state
@@ -101,6 +113,7 @@ def example_controls(
     preset = cols[0].selectbox(
         "Preset",
         list(examples.PRESETS),
+        index=list(examples.PRESETS).index(start_at("pg_preset", "classic")),
         key="pg_preset",
         on_change=on_preset,
         help="Start again from a prepared example; edits are replaced.",
@@ -118,6 +131,7 @@ def example_controls(
                 f"{letter} ({name if letter == 'H' else name + 's'})",
                 min_value=1.0,
                 max_value=float(most),
+                value=start_at(f"pg_{letter.lower()}", 1.0),
                 step=1.0,
                 format="%.0f",
                 key=f"pg_{letter.lower()}",
@@ -129,6 +143,7 @@ def example_controls(
         "Seed",
         min_value=0.0,
         max_value=999_999.0,
+        value=start_at("pg_seed", 0.0),
         step=1.0,
         format="%.0f",
         key="pg_seed",
@@ -137,11 +152,13 @@ def example_controls(
     )
     softmax = cols[5].toggle(
         "Softmax the scores",
+        value=start_at("pg_softmax", False),
         key="pg_softmax",
         help="Treat att_scores as raw scores and softmax them over words (dim=1) first.",
     )
     use_mask = cols[6].toggle(
         "Mask padding",
+        value=start_at("pg_use_mask", False),
         key="pg_use_mask",
         help="Use the mask below: words marked off are padding and get weight 0.",
     )
@@ -196,7 +213,7 @@ def step_controls(n_steps: int) -> tuple[int, bool]:
     if not show_all:
         row.markdown(f"**Step {st.session_state['pg_step'] + 1} of {n_steps}**", width="content")
     row.space("stretch")
-    row.toggle("All steps at once", key="pg_all")
+    row.toggle("All steps at once", value=show_all, key="pg_all")  # value: see start_at
     remember("pg_all")
     return int(st.session_state["pg_step"]), bool(show_all)
 
@@ -207,8 +224,9 @@ def cell_controls(b: int, h: int) -> tuple[int, int]:
         remembered(key, 0)
         choose(key, range(n), 0)
     cols = st.columns(2)
-    sb = cols[0].selectbox("Sentence b", range(b), key="pg_cell_b")
-    sh = cols[1].selectbox("Hidden h", range(h), key="pg_cell_h")
+    # index: see start_at (choose made it one of range(n))
+    sb = cols[0].selectbox("Sentence b", range(b), index=start_at("pg_cell_b", 0), key="pg_cell_b")
+    sh = cols[1].selectbox("Hidden h", range(h), index=start_at("pg_cell_h", 0), key="pg_cell_h")
     remember("pg_cell_b")
     remember("pg_cell_h")
     return int(sb), int(sh)
