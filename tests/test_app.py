@@ -296,6 +296,9 @@ def test_the_browser_starts_every_example_widget_where_the_session_is():
     for key, index in (("pg_preset", presets.index("random")), ("pg_cell_b", 1), ("pg_cell_h", 4)):
         assert at.selectbox(key=key).proto.default == index, key
     assert _app(link.encode(link.Link(all_steps=True))).toggle(key="pg_all").proto.default is True
+    typed = "(net_output * att_scores[:, :, None]).sum(1)"
+    box = _app(link.encode(link.Link(tab="expr", expr=typed))).text_input(key="pg_expr")
+    assert (box.value, box.proto.default) == (typed, typed)
 
 
 def test_address_bar_follows_an_edit():

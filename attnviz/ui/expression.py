@@ -223,6 +223,7 @@ def section(
         names += f" and mask {tuple(mask.shape)}"
     expr = st.text_input(
         f"Expression over {names}",
+        value=_controls.start_at("pg_expr", ""),  # a link's expression, even on a busy machine
         key="pg_expr",
         max_chars=MAX_EXPR_CHARS,
         help=HELP,

@@ -235,7 +235,13 @@ def grad_section(ex: Current) -> None:
     parts = ["att_scores", "net_output"]
     _controls.remembered("pg_grad_part", "att_scores")
     _controls.choose("pg_grad_part", parts, "att_scores")
-    part = st.segmented_control("Gradient of", parts, required=True, key="pg_grad_part")
+    part = st.segmented_control(
+        "Gradient of",
+        parts,
+        default=_controls.start_at("pg_grad_part", "att_scores"),  # see start_at
+        required=True,
+        key="pg_grad_part",
+    )
     _controls.remember("pg_grad_part")
     g = cached.gradients(ex.x, ex.applied, part, _style())
     st.markdown(g.explanation)
