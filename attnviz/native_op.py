@@ -86,7 +86,11 @@ _started = threading.Event()
 _done = threading.Event()
 _compiling: subprocess.Popen | None = None  # the compiler while it runs
 _retry_at: float | None = None  # ATTNVIZ_NATIVE_OP=cached and not built yet: look again then
-_closing = False  # the process is exiting: no compile starts
+_closing = False  # the process is exiting: no compile or load starts
+# the build thread is loading the library: the process's exit waits for it (a library cut off
+# mid-load by the exit's C++ destructors ended the process with std::terminate, "terminate
+# called without an active exception", about once in 100 quick scripts)
+_loading = False
 
 
 def find_compiler() -> list[str] | None:
@@ -140,14 +144,15 @@ def _compile(cmd: list[str], dest: Path) -> str:
 
 def _stop_compiling() -> None:
     """At exit: stop a compile still running (the build thread is a daemon and would be cut off
-    with its temporary file left behind)."""
+    with its temporary file left behind), and let a load in progress finish."""
     global _closing
     with _lock:
         _closing = True
-        proc = _compiling
+        proc, loading = _compiling, _loading
     if proc is not None:
         proc.kill()
-        _done.wait(10)  # the build thread removes its temporary
+    if proc is not None or loading:
+        _done.wait(10)  # the build thread removes its temporary, or finishes loading
 
 
 def python_entry(include: Path, lib: Path) -> list[str]:
@@ -186,7 +191,7 @@ def _compile_locked(
 
 
 def _build_once(kernel: native.Build) -> native.Build:
-    global loaded, read_floats
+    global loaded, read_floats, _loading
     setting = os.environ.get("ATTNVIZ_NATIVE_OP", "1").strip()
     if setting == "0":
         return native.Build(False, "turned off by ATTNVIZ_NATIVE_OP=0")
@@ -224,6 +229,10 @@ def _build_once(kernel: native.Build) -> native.Build:
             compile_s = _compile_locked(cxx, abi, include, lib, kernel.path, path, entry)
         if isinstance(compile_s, str):
             return native.Build(False, f"compiling {SOURCE.name} failed: {compile_s}")
+    with _lock:
+        if _closing:
+            return native.Build(False, "the process is exiting")
+        _loading = True
     try:
         torch.ops.load_library(str(path))
         abi_seen = torch.ops.attnviz.kernel_abi()
@@ -238,6 +247,8 @@ def _build_once(kernel: native.Build) -> native.Build:
             op, read_floats = module.weighted_rows, module.read_floats
     except (OSError, RuntimeError, AttributeError, ImportError) as e:
         return native.Build(False, f"loading {path.name} failed: {e}")
+    finally:
+        _loading = False
     loaded = op
     how = "a Python builtin" if entry else "a torch operator"
     return native.Build(

@@ -355,6 +355,33 @@ def test_a_process_that_exits_while_the_operator_builds_leaves_no_half_file(tmp_
     assert len(left) == 1 and left[0].startswith("weighted_rows-"), left  # the C library only
 
 
+EXIT_WHILE_LOADING = textwrap.dedent(
+    """
+    import threading, time, torch
+    from attnviz import native_op
+    loading, real = threading.Event(), torch.ops.load_library
+    def slow_load(path):
+        loading.set()
+        time.sleep(1.0)  # the process exits meanwhile
+        real(path)
+        print("loaded", flush=True)
+    torch.ops.load_library = slow_load
+    native_op.start()
+    assert loading.wait(120)
+    """
+)
+
+
+@pytest.mark.slow
+@needs_op
+def test_a_process_that_exits_while_the_operator_loads_lets_the_load_finish():
+    """A library cut off mid-load by the exit's C++ destructors ended the process with
+    std::terminate now and then; the exit now waits for the load (the run's cache has the
+    operator, so the build thread only loads it)."""
+    assert native_op.build(timeout=600).ok
+    assert _python(EXIT_WHILE_LOADING).splitlines() == ["loaded"]
+
+
 NO_ENTRY_SCRIPT = textwrap.dedent(
     """
     import json, torch
