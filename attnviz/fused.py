@@ -38,9 +38,10 @@ speed of a plain read, and never writes a (B, T, H) temporary (the one-liner doe
   ``torch.bmm`` is slower still on the CPUs we measured, and einsum several times slower, because
   torch 2.13 lowers "bth,bt->bh" to ``bmm(x.permute(0, 2, 1), w[..., None])``, a (H, T) @ (T, 1)
   product over a transposed, strided x (seen with torch.profiler). ``torch.compile`` of the
-  one-liner was slower than bmm after many seconds of compiling, so it is not used. Strided x and
-  small inputs (fewer than NATIVE_MIN_NUMEL numbers, where a call is nearly all fixed cost) go to
-  bmm. The numbers behind each of these statements, with the commands that measure them on your
+  one-liner was slower than bmm after many seconds of compiling, so it is not used. The C kernel
+  runs at every size: at 2x3x5 a call of its builtin took 0.51 µs, through ctypes 4.3 µs, bmm 6.5
+  µs and the one-liner 7.1 (AVX2 host, 2026-12-04, benchmarks/RESULTS.md, "Small sizes again").
+  Strided x goes to bmm. The numbers behind each of these statements, with the commands that measure them on your
   machine (``python -m attnviz.bench``), are in benchmarks/RESULTS.md.
 
 Triton is imported lazily: attnviz imports and works without it. Set ``TRITON_INTERPRET=1`` before
@@ -75,21 +76,15 @@ def _bmm(x: Tensor, w: Tensor) -> Tensor:
     return torch.bmm(w[:, None, :], x)[:, 0, :]  # (B,1,T) @ (B,T,H) -> (B,1,H) -> (B,H)
 
 
-# From this many numbers in x on, fused calls the C kernel: measured through ctypes, before the
-# operator's builtin, the kernel beat bmm from here on (benchmarks/RESULTS-cpu-history.md, "Small
-# sizes"); below it a call is nearly all fixed cost and bmm needs no compiled code. Since the
-# builtin the kernel is the quicker even below it (2x3x5 on the AVX2 host of 2026-12-04: 0.63 µs
-# through the builtin, 4.8 µs through ctypes, 4.5-6.8 µs for bmm); a lower threshold is yet to be
-# measured and tested (benchmarks/RESULTS.md, eighth round).
-NATIVE_MIN_NUMEL = 1 << 14
 # Without the C kernel (no compiler, another dtype, autograd), the embedding-bag row sum beats
 # bmm only from this many numbers on (benchmarks/RESULTS-cpu-history.md, "Small sizes").
 CPU_ROWS_MIN_NUMEL = 1 << 18
 
 
-def _rows_from(dtype: torch.dtype) -> int:
-    """How many numbers x needs on the CPU for the row sum to run instead of bmm."""
-    return NATIVE_MIN_NUMEL if dtype == torch.float32 and native.available() else CPU_ROWS_MIN_NUMEL
+def _kernel_takes(dtype: torch.dtype) -> bool:
+    """True when the C kernel runs fused for CPU inputs of ``dtype`` (of any size): float32, where
+    it builds (the first call builds it)."""
+    return dtype == torch.float32 and native.available()
 
 
 def cpu_chunks(b: int, t: int, threads: int) -> int:
@@ -132,25 +127,23 @@ def weighted_sum_fused(x: Tensor, w: Tensor) -> Tensor:
     """x: (B, T, H), w: (B, T) -> (B, H) in one pass over x.
 
     CPU with a contiguous x: the weighted row sum, by the C kernel (``attnviz.native``) for
-    float32 from NATIVE_MIN_NUMEL numbers on where it builds, else by embedding-bag
-    (``weighted_sum_rows``) from CPU_ROWS_MIN_NUMEL on. Everywhere else (CUDA, MPS, strided or
-    small x): the batched matrix-vector product, which also reads x once. On CUDA that is
+    float32 where it builds, at every size, else by embedding-bag (``weighted_sum_rows``) from
+    CPU_ROWS_MIN_NUMEL on. Everywhere else (CUDA, MPS, strided x, small x without the kernel):
+    the batched matrix-vector product, which also reads x once. On CUDA that is
     cuBLAS's, measured on an H200 at the read limit and ahead of our Triton kernel
     (``weighted_sum_triton``, kept and tested, not dispatched to: benchmarks/RESULTS.md, GPU).
     """
     # first, before any check here: at 0.5 MiB in L2 a call takes ~5 µs, and each check ~0.1 µs.
     # The operator's builtin (or the operator) answers None where the kernel does not apply or has
-    # no plan: a plan is made only below, from NATIVE_MIN_NUMEL numbers on
+    # no plan yet for this shape: the ctypes path below makes it
     if (op := native_op.loaded) is not None and (out := op(x, w)) is not None:
         return out
     if x.is_cpu:
-        n = x.numel()
-        if n >= NATIVE_MIN_NUMEL:
-            out = native.try_weighted_rows(x, w)  # through ctypes; None where it does not apply
-            if out is not None:
-                native_op.learn(x, torch.get_num_threads())  # the operator's plan for this shape
-                return out
-        if n >= CPU_ROWS_MIN_NUMEL and x.is_contiguous():
+        out = native.try_weighted_rows(x, w)  # through ctypes; None where it does not apply
+        if out is not None:
+            native_op.learn(x, torch.get_num_threads())  # the operator's plan for this shape
+            return out
+        if x.numel() >= CPU_ROWS_MIN_NUMEL and x.is_contiguous():
             return weighted_sum_rows(x, w)
         return _bmm(x, w)
     return _bmm(x, w)  # CUDA, MPS: cuBLAS's (the backend's) batched matrix-vector product
@@ -159,7 +152,7 @@ def weighted_sum_fused(x: Tensor, w: Tensor) -> Tensor:
 def fused_path(x: Tensor, w: Tensor) -> str:
     """Which implementation ``weighted_sum_fused(x, w)`` runs, in words (for tables and pages)."""
     if x.device.type == "cpu" and x.is_contiguous():
-        if x.numel() >= NATIVE_MIN_NUMEL and native.usable(x, w):
+        if native.usable(x, w):
             return "C row-sum kernel"
         if x.numel() >= CPU_ROWS_MIN_NUMEL:
             return "embedding-bag row sum"
@@ -168,17 +161,15 @@ def fused_path(x: Tensor, w: Tensor) -> str:
 
 def fused_reason(x: Tensor, w: Tensor) -> str:
     """Why ``weighted_sum_fused(x, w)`` runs what ``fused_path`` names, in one clause (tables, the
-    Performance page): e.g. why the classic 2x3x5 runs as bmm."""
+    Performance page): e.g. why float64 runs as bmm."""
     path = fused_path(x, w)
     n = x.numel()
     if path == "bmm" and x.device.type == "cpu":
         if not x.is_contiguous():
             return "x is strided, and the row sum reads contiguous rows"
-        least = _rows_from(x.dtype)
-        kind = "C kernel" if least == NATIVE_MIN_NUMEL else "row sum"
         return (
-            f"x has {n:,} numbers, under the {least:,} from which fused calls the {kind}: at this "
-            f"size a call is nearly all fixed cost, whichever runs, and bmm needs no compiled code"
+            f"no C kernel for this input ({_no_kernel(x)}), and x has {n:,} numbers, under the "
+            f"{CPU_ROWS_MIN_NUMEL:,} from which PyTorch's embedding-bag row sum beats bmm"
         )
     if path == "bmm" and x.device.type == "cuda":
         return (
@@ -188,17 +179,26 @@ def fused_reason(x: Tensor, w: Tensor) -> str:
     if path == "bmm":
         return f"no one-pass kernel for {x.dtype} on {x.device.type} here"
     if path == "embedding-bag row sum":
-        built = native.build()
-        why = built.detail if not built.ok else f"the C kernel takes float32 only, x is {x.dtype}"
-        return f"no C kernel for this input ({why})"
-    return "one pass over x, no (B, T, H) temporary"
+        return f"no C kernel for this input ({_no_kernel(x)})"
+    return "one pass over x, no (B, T, H) temporary, and a call with less fixed cost than bmm's"
+
+
+def _no_kernel(x: Tensor) -> str:
+    """Why the C kernel does not run on the contiguous CPU tensor x, in a few words."""
+    built = native.build()
+    if not built.ok:
+        return built.detail
+    if x.dtype != torch.float32:
+        return f"the C kernel takes float32 only, x is {x.dtype}"
+    return "x needs a gradient, and the C kernel has no backward"
 
 
 # ---------------------------------------------------------------------------------------------
 # "auto": the fastest method for the device and the size.
 
-# Below this many elements of x the call is dominated by fixed costs (Python, dispatch, a kernel
-# launch), not by bytes: the one-liner's two small kernels beat bmm's setup on CPU.
+# Without the C kernel: below this many elements of x the call is dominated by fixed costs
+# (Python, dispatch, a kernel launch), not by bytes: the one-liner's two small kernels beat bmm's
+# setup on CPU.
 TINY_CPU_NUMEL = 2048
 
 
@@ -209,27 +209,34 @@ def choose_method(
 
     CUDA and MPS: "bmm" (on CUDA cuBLAS's batched matrix-vector product, which read x at the
     memory's speed and beat our Triton kernel at every size and dtype we measured). CPU: "fused"
-    (the weighted row sum, the fastest we measured) from NATIVE_MIN_NUMEL numbers on with the C
-    kernel (CPU_ROWS_MIN_NUMEL without it), "bmm" below, and "broadcast" for tiny inputs, where
+    at every size where the C kernel takes the dtype (float32, where it builds): the fastest we
+    measured, and at small sizes the leanest call. Without it: "fused" (the embedding-bag row
+    sum) from CPU_ROWS_MIN_NUMEL numbers on, "bmm" below, and "broadcast" for tiny inputs, where
     it has the least fixed overhead.
     """
     device = torch.device(device)
     b, t, h = shape
     if device.type == "cpu":
+        if _kernel_takes(dtype):
+            return "fused"
         if b * t * h <= TINY_CPU_NUMEL:
             return "broadcast"
-        return "fused" if b * t * h >= _rows_from(dtype) else "bmm"
+        return "fused" if b * t * h >= CPU_ROWS_MIN_NUMEL else "bmm"
     return "bmm"
 
 
 def weighted_sum_auto(x: Tensor, w: Tensor) -> Tensor:
     """x: (B, T, H), w: (B, T) -> (B, H) with the method ``choose_method`` picks for x."""
     # the same rule as choose_method; is_cpu / is_cuda are cheaper than building x.device
+    if (op := native_op.loaded) is not None and (out := op(x, w)) is not None:
+        return out  # the C kernel's builtin: fused, as choose_method picks it for float32 CPU x
     if x.is_cpu:
+        if _kernel_takes(x.dtype):
+            return weighted_sum_fused(x, w)
         n = x.numel()
         if n <= TINY_CPU_NUMEL:
             return (x * w[..., None]).sum(dim=1)  # (B,T,H) * (B,T,1) -> (B,H): the one-liner
-        return weighted_sum_fused(x, w) if n >= NATIVE_MIN_NUMEL else _bmm(x, w)  # (B,H)
+        return weighted_sum_fused(x, w) if n >= CPU_ROWS_MIN_NUMEL else _bmm(x, w)  # (B,H)
     return _bmm(x, w)  # (B,H): CUDA, MPS
 
 

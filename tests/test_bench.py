@@ -554,3 +554,22 @@ def test_the_torch_floor_is_the_faster_plain_read_timed_on_x(monkeypatch):
 def test_a_float64_record_names_the_plain_read_its_floor_ran():
     recs = measure((4, 64, 32), dtype=torch.float64, methods=["bmm"], **FAST)
     assert recs[0].notes["path"] == recs[0].notes["floor"] in bench.floor.TORCH_READS
+
+
+def test_the_overhead_pairs_each_method_with_the_bare_op_it_runs():
+    """``--overhead``: each method against what it ends up running, the C kernel's call for fused
+    where it builds; every time a positive, finite number (no claim about which is quicker)."""
+    from attnviz import examples
+    from attnviz.bench.overhead import bare_for, measure_overhead
+
+    x, w = examples.classic()
+    rows = measure_overhead(x, w, methods=("fused", "bmm"), rounds=1, calls=5, pairs=3)
+    assert [r.method for r in rows] == ["fused", "bmm"]
+    assert all(0 < r.library_s < 1 and 0 < r.bare_s < 1 and r.calls == 15 for r in rows)
+    kernel = native.available()
+    assert ("attnviz.native" in rows[0].bare) is kernel
+    assert rows[1].bare == "torch.bmm(w[:, None, :], x)[:, 0, :]"
+    _, bare = bare_for("fused", x, w)
+    torch.testing.assert_close(bare(x, w), fused._bmm(x, w), rtol=1e-6, atol=1e-6)
+    with pytest.raises(AttnvizError, match="no bare torch one-liner"):
+        bare_for("fused", x.double().repeat(1, 1, 9000), w.double())  # embedding-bag row sum

@@ -103,10 +103,7 @@ def test_row_sum_splits_a_single_long_sentence_correctly():
     [
         ("cuda", (8, 16384, 1024), "bmm"),  # cuBLAS, measured ahead of our Triton kernel
         ("cuda:0", (2, 3, 5), "bmm"),
-        ("cpu", (2, 3, 5), "broadcast"),
         ("cpu", (48, 512, 1024), "fused"),
-        ("cpu", (8, 64, 128), "fused"),  # 65,536 numbers: the C kernel's (NATIVE_MIN_NUMEL)
-        ("cpu", (4, 32, 64), "bmm"),  # 8,192: under NATIVE_MIN_NUMEL
         ("mps", (48, 512, 1024), "bmm"),
     ],
 )
@@ -115,14 +112,35 @@ def test_choose_method_picks_a_known_method(device, shape, expected):
     assert name == expected and name in attnviz.METHODS and name != "auto"
 
 
-def test_without_the_c_kernel_the_row_sum_takes_over_from_bmm_later(monkeypatch):
-    """The C kernel's threshold holds only where it runs: float32 with the kernel built."""
+@pytest.mark.parametrize("shape", [(2, 3, 5), (4, 32, 64), (8, 64, 128), (1, 7, 7)])
+def test_auto_takes_the_c_kernel_at_every_size_where_it_builds(shape):
+    """Where the kernel is built, "auto" is "fused" for float32 on the CPU, tiny inputs included
+    (its call has the least fixed cost), and runs it: the result within float32 of float64."""
+    if not fused.native.available():
+        pytest.skip(f"no C kernel here: {fused.native.build().detail}")
+    assert fused.choose_method("cpu", shape, torch.float32) == "fused"
+    x, w = random_inputs(*shape, seed=4)
+    assert fused.fused_path(x, w) == "C row-sum kernel"
+    assert_close(fused.weighted_sum_auto(x, w), oracle(x, w).float(), rtol=1e-5, atol=1e-5)
+
+
+def test_without_the_c_kernel_tiny_runs_the_one_liner_and_the_row_sum_takes_over_later(
+    monkeypatch,
+):
+    """Without the C kernel (float64, or no compiler) the sizes decide: the one-liner for tiny
+    inputs, bmm, then the embedding-bag row sum; the reason names the missing kernel."""
+    assert fused.choose_method("cpu", (2, 3, 5), torch.float64) == "broadcast"
     assert fused.choose_method("cpu", (8, 64, 128), torch.float64) == "bmm"
-    monkeypatch.setattr(fused.native, "available", lambda: False)
+    x, w = random_inputs(8, 64, 128, seed=2)
+    said = fused.fused_reason(x.double(), w.double())
+    assert said.startswith("no C kernel for this input (the C kernel takes float32 only")
+    assert "65,536 numbers, under the 262,144" in said
+    gone = fused.native.Build(False, "no C compiler found (cc, gcc, clang)")
+    monkeypatch.setattr(fused.native, "build", lambda: gone)
+    assert fused.choose_method("cpu", (2, 3, 5), torch.float32) == "broadcast"
     assert fused.choose_method("cpu", (8, 64, 128), torch.float32) == "bmm"
     assert fused.choose_method("cpu", (2, 256, 512), torch.float32) == "fused"
-    x, w = random_inputs(8, 64, 128, seed=2)
-    assert fused.fused_reason(x, w).startswith("x has 65,536 numbers, under the 262,144")
+    assert fused.fused_reason(x, w).startswith("no C kernel for this input (no C compiler found")
 
 
 @pytest.mark.parametrize(

@@ -344,7 +344,7 @@ def test_read_sum_refuses_what_it_cannot_read():
 
 
 @needs_kernel
-def test_fused_uses_the_kernel_above_the_threshold(monkeypatch):
+def test_fused_uses_the_kernel_at_every_size(monkeypatch):
     calls = []
     real = native._run
     monkeypatch.setattr(
@@ -353,10 +353,13 @@ def test_fused_uses_the_kernel_above_the_threshold(monkeypatch):
     x, w = random_inputs(2, 256, 512, seed=1)  # CPU_ROWS_MIN_NUMEL numbers
     attnviz.weighted_sum(x, w, method="fused")
     attnviz.weighted_sum(x.double(), w.double(), method="fused")  # float64: embedding bag
-    attnviz.weighted_sum(x[:1, :8, :8], w[:1, :8], method="fused")  # tiny: bmm
-    attnviz.weighted_sum(x[:, :16].contiguous(), w[:, :16], method="fused")  # NATIVE_MIN_NUMEL
-    assert calls == [(2, 256, 512), (2, 16, 512)]
-    assert fused.fused_path(x, w) == "C row-sum kernel"
+    attnviz.weighted_sum(x[:1, :8, :8], w[:1, :8], method="fused")  # strided: bmm
+    tiny = x[:2, :3, :5].contiguous(), w[:2, :3].contiguous()  # 30 numbers
+    attnviz.weighted_sum(*tiny, method="fused")
+    attnviz.weighted_sum(x[:, :16].contiguous(), w[:, :16], method="fused")
+    assert calls == [(2, 256, 512), (2, 3, 5), (2, 16, 512)]
+    assert fused.fused_path(x, w) == fused.fused_path(*tiny) == "C row-sum kernel"
+    assert fused.choose_method("cpu", (2, 3, 5), torch.float32) == "fused"
     assert fused.fused_path(x.double(), w.double()) == "embedding-bag row sum"
 
 

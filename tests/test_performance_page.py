@@ -12,9 +12,10 @@ import torch
 from streamlit.testing.v1 import AppTest
 from streamlit.util import calc_hash
 
+from attnviz import native
 from attnviz.bench import request
 from attnviz.bench.devices import cache_bytes
-from attnviz.bench.harness import NOISY_SPREAD, input_bytes
+from attnviz.bench.harness import NOISY_SPREAD, RUNS_AS, input_bytes
 from attnviz.ui import performance
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
@@ -158,11 +159,20 @@ def test_the_default_sweep_reaches_past_the_last_level_cache_or_says_why():
     assert (top >= 2 * cache_bytes("cpu") and "past" in note) or "short of" in note
 
 
-def test_the_2x3x5_case_says_why_fused_runs_as_bmm():
-    at = _timed(_app(), ["fused"])
-    runs_as = _result_table(at).loc["fused", "runs as"]
-    assert runs_as.startswith("bmm: x has 30 numbers, under the 16,384")
-    assert "nearly all fixed cost" in runs_as
+def test_the_2x3x5_case_says_what_fused_and_auto_run_and_why():
+    """At 2x3x5 fused (and auto) run the C kernel where it builds, and the table says why it is
+    quicker than bmm at a size where a call is all fixed cost; without it, bmm and why."""
+    at = _timed(_app(), ["fused", "auto", "bmm"])
+    table = _result_table(at)
+    if native.available():
+        assert table.loc["fused", "runs as"] == (
+            "C row-sum kernel: one pass over x, no (B, T, H) temporary, and a call with less "
+            "fixed cost than bmm's"
+        )
+        assert table.loc["auto", "runs as"].startswith("fused: C row-sum kernel: one pass")
+    else:
+        assert table.loc["fused", "runs as"].startswith("bmm: no C kernel for this input (")
+    assert table.loc["bmm", "runs as"] == RUNS_AS["bmm"]
 
 
 def test_the_page_shows_what_a_gpu_measured_from_the_shipped_run():

@@ -172,7 +172,7 @@ def _overhead(sizes: list | None, methods: list[str], rounds: int, calls: int) -
         print(format_overhead(rows))
         print(
             f"{'x'.join(map(str, shape))} float32, torch {torch.__version__}, "
-            f"{torch.get_num_threads()} threads; per round 100 pairs of {calls}-call blocks "
+            f"{torch.get_num_threads()} thread(s); per round 100 pairs of {calls}-call blocks "
             f"(library, bare op, in random order); overhead = median over {rounds} rounds of the "
             f"median over pairs of (weighted_sum - bare op) per call."
         )

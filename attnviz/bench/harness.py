@@ -472,6 +472,10 @@ def measure(
         f"fused: {paths['fused']}" if picked == "fused" else f"{picked}: {RUNS_AS[picked]}"
     )
     x_bytes = x0.numel() * x0.element_size()
+
+    def runs_fused(name: str) -> bool:  # its reason (fused_reason) is the one to show
+        return name == "fused" or (name == "auto" and picked == "fused")
+
     out: list[Measurement] = []
     for name in names:
         q1, med, q3 = _quantiles(samples[name])
@@ -513,7 +517,7 @@ def measure(
                 extra_peak_bytes=extra[name],
                 notes={
                     **({"path": paths[name]} if name in paths else {}),
-                    **({"why": fused_reason(x0, w0)} if name in ("fused", "auto") else {}),
+                    **({"why": fused_reason(x0, w0)} if runs_fused(name) else {}),
                     # faster than the machine can read, beyond the rounds' noise: a wrong floor.
                     # Not the copy: it reads and writes x, and its speed counts both
                     "above_floor": name not in (FLOOR, COPY)

@@ -57,10 +57,13 @@ def bare_for(method: str, x: Tensor, w: Tensor) -> tuple[str, Callable[[Tensor, 
     if method == "auto":
         method = choose_method(x.device, tuple(x.shape), x.dtype)
     if method == "fused":
-        if fused_path(x, w) != "bmm":
+        path = fused_path(x, w)
+        if path == "C row-sum kernel":
+            return _kernel_call(x, w)
+        if path != "bmm":
             raise AttnvizError(
-                f"'fused' runs {fused_path(x, w)} at {tuple(x.shape)}, which has no bare torch "
-                f"one-liner to compare with; measure the overhead at a size where it runs bmm."
+                f"'fused' runs {path} at {tuple(x.shape)}, which has no bare torch one-liner to "
+                f"compare with; measure the overhead on float32 (the C kernel) or where it runs bmm."
             )
         method = "bmm"
     if method not in BARE:
@@ -68,6 +71,19 @@ def bare_for(method: str, x: Tensor, w: Tensor) -> tuple[str, Callable[[Tensor, 
             f"No bare op for {method!r}; choose from {', '.join(repr(m) for m in OVERHEAD_METHODS)}."
         )
     return BARE[method]
+
+
+def _kernel_call(x: Tensor, w: Tensor) -> tuple[str, Callable[[Tensor, Tensor], Tensor]]:
+    """The C kernel's call that fused makes on x: its operator's builtin, built and given x's plan
+    here first (waited for: never timed while compiling), else the ctypes call."""
+    from attnviz import native, native_op
+
+    native_op.build()
+    native_op.learn(x, torch.get_num_threads())
+    op = native_op.loaded
+    if op is not None and op(x, w) is not None:
+        return "attnviz.native_op.loaded(x, w)", op
+    return "attnviz.native.try_weighted_rows(x, w)", native.try_weighted_rows
 
 
 def _block(fn: Callable[[], object], calls: int) -> float:

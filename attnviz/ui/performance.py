@@ -65,7 +65,7 @@ def _spread(r: dict) -> str:
 def _runs_as(r: dict) -> str:
     notes = r.get("notes", {})
     path = notes.get("path", "")
-    return f"{path}: {notes['why']}" if path and notes.get("why") and "bmm" in path else path
+    return f"{path}: {notes['why']}" if path and notes.get("why") else path
 
 
 def _table(records: list[dict]) -> pd.DataFrame:

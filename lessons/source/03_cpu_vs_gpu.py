@@ -307,8 +307,10 @@ except Exception as exc:  # whatever your function raises, this cell explains it
 # (`attnviz.fused.weighted_sum_triton`, kept for reading). On a CPU it is about thirty lines of C (`attnviz/csrc/weighted_rows.c`, compiled the first time it is
 # needed) that stream the rows of x past running sums kept in the L1 cache, at the speed of a
 # plain read (without a C compiler, PyTorch's embedding-bag kernel does the same row sum a little
-# slower). Small CPU inputs (under `attnviz.fused.NATIVE_MIN_NUMEL` numbers, where a call is
-# nearly all fixed cost) and other devices get a batched matrix product. `method="auto"` picks the fastest path for the device and size.
+# slower). It runs at every size: where a call is nearly all fixed cost, its call is also the
+# leanest, a few checks in C where a PyTorch op goes through its dispatcher. Other dtypes without
+# a compiler, and other devices, get a batched matrix product. `method="auto"` picks the fastest
+# path for the device and size.
 
 # %%
 for dev in ["cpu", "cuda"]:  # what auto would pick there, whether or not this machine has one
@@ -317,12 +319,13 @@ for dev in ["cpu", "cuda"]:  # what auto would pick there, whether or not this m
         print(f"auto on {dev:<4} at {str(size):<16}: {chosen}")
 
 # %%
-for size in [(8, 16, 96), (8, 256, 192)]:  # below and above the size where fused calls the kernel
-    fx, fw = bench.make_inputs(size, seed=3)
-    fused_out = attnviz.weighted_sum(fx, fw, method="fused")
-    same = torch.allclose(fused_out, attnviz.reference(fx, fw).float(), atol=1e-5)
-    print(f"{size}: fused ran as {attnviz.fused.fused_path(fx, fw)!r}; matches float64: {same}")
-    print(f"    why: {attnviz.fused.fused_reason(fx, fw)}")
+fx, fw = bench.make_inputs((8, 16, 96), seed=3)
+for dtype in [torch.float32, torch.float64]:  # the C kernel takes float32
+    x_, w_ = fx.to(dtype), fw.to(dtype)
+    fused_out = attnviz.weighted_sum(x_, w_, method="fused")
+    same = torch.allclose(fused_out.double(), attnviz.reference(x_, w_), atol=1e-5)
+    print(f"{dtype}: fused ran as {attnviz.fused.fused_path(x_, w_)!r}; matches float64: {same}")
+    print(f"    why: {attnviz.fused.fused_reason(x_, w_)}")
 
 # %% [markdown]
 # ## Summary
