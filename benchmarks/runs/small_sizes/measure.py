@@ -21,6 +21,7 @@ commit = subprocess.run(
     ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
 ).stdout.strip()
 dirty = subprocess.run(["git", "diff", "--quiet", "HEAD", "--", "attnviz"], check=False).returncode
+print(f"attnviz from {attnviz.__file__}")
 print(f"tree {commit}{'+changes' if dirty else ''}, {threads} thread(s), torch {torch.__version__}")
 SHAPES = [(2, 3, 5), (1, 8, 16), (4, 16, 32), (8, 16, 96), (16, 32, 64)]
 METHODS = ("auto", "fused", "bmm", "broadcast")
