@@ -63,9 +63,20 @@ def _spread(r: dict) -> str:
 
 
 def _runs_as(r: dict) -> str:
-    notes = r.get("notes", {})
-    path = notes.get("path", "")
-    return f"{path}: {notes['why']}" if path and notes.get("why") else path
+    return r.get("notes", {}).get("path", "")
+
+
+def _why(records: list[dict]) -> str:
+    """Why fused (and auto, where it runs fused) run what the table says, a line each: under the
+    table, where a phone or a laptop shows it whole (a cell cuts it off)."""
+    lines = []
+    for r in records:
+        notes = r.get("notes", {})
+        if notes.get("path") and notes.get("why"):
+            picked, _, path = notes["path"].rpartition(": ")  # auto's: "fused: C row-sum kernel"
+            runs = f"{picked} ({path})" if picked else path
+            lines.append(f"- **{r['method']}** runs {runs}: {notes['why']}.")
+    return "\n".join(lines)
 
 
 def _table(records: list[dict]) -> pd.DataFrame:
@@ -171,6 +182,8 @@ def page() -> None:
             f"{bench.format_bytes(input_bytes((b, t, h), torch.float32))} of input: {where}."
         )
         st.dataframe(_table(last), width="stretch")
+        if why := _why(last):
+            st.markdown(why)
     elif not st.session_state.get("pf_sweep_records"):
         st.markdown(
             "Press **Time them** to measure the chosen size, or **Sweep sizes** to see time and "

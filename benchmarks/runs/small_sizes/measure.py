@@ -29,7 +29,7 @@ g = torch.Generator().manual_seed(0)
 for shape in SHAPES:
     x, w = torch.randn(shape, generator=g), torch.rand(shape[:2], generator=g)
     ref = attnviz.reference(x, w)
-    calls = {m: (lambda m=m: attnviz.weighted_sum(x, w, method=m)) for m in METHODS}
+    calls = {m: (lambda m=m, x=x, w=w: attnviz.weighted_sum(x, w, method=m)) for m in METHODS}
     for m, f in calls.items():  # warm-up, plans, and the result against float64
         for _ in range(2000):
             out = f()

@@ -15,12 +15,16 @@ for f in sorted(here.glob("t*_*_*.txt")):
             for method, us in re.findall(r"(\w+)\s+([\d.]+)", line[len(shape) :]):
                 cells[threads, side, shape, method].append(float(us))
 shapes = list(dict.fromkeys(k[2] for k in cells))
-print("| threads | shape | auto before -> after | fused before -> after | bmm (after runs) | broadcast (after runs) |")
+print(
+    "| threads | shape | auto before -> after | fused before -> after | bmm (after runs) | broadcast (after runs) |"
+)
 print("|---|---|---|---|---|---|")
 for threads in ("t1", "t2"):
     for shape in shapes:
-        def med(side, m):
+
+        def med(side, m, threads=threads, shape=shape):
             return statistics.median(cells[threads, side, shape, m])
+
         row = [f"{med('old', m):.2f} -> {med('new', m):.2f} µs" for m in ("auto", "fused")]
         row += [f"{med('new', m):.2f} µs" for m in ("bmm", "broadcast")]
         print(f"| {threads[1]} | {shape} | " + " | ".join(row) + " |")
