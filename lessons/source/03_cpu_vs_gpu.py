@@ -306,11 +306,11 @@ except Exception as exc:  # whatever your function raises, this cell explains it
 # reads x once at the memory's speed, and in the run above it beat our own Triton kernel
 # (`attnviz.fused.weighted_sum_triton`, kept for reading). On a CPU it is about thirty lines of C (`attnviz/csrc/weighted_rows.c`, compiled the first time it is
 # needed) that stream the rows of x past running sums kept in the L1 cache, at the speed of a
-# plain read (without a C compiler, PyTorch's embedding-bag kernel does the same row sum a little
-# slower). It runs at every size: where a call is nearly all fixed cost, its call is also the
-# leanest, a few checks in C where a PyTorch op goes through its dispatcher. Other dtypes without
-# a compiler, and other devices, get a batched matrix product. `method="auto"` picks the fastest
-# path for the device and size.
+# plain read. The C kernel takes float32 and runs at every size: where a call is nearly all fixed
+# cost, its call is also the leanest, a few checks in C where a PyTorch op goes through its
+# dispatcher. Without it (another dtype, or no C compiler), large inputs get PyTorch's
+# embedding-bag kernel, the same row sum a little slower, and small ones a batched matrix
+# product. `method="auto"` picks the fastest path for the device and size.
 
 # %%
 for dev in ["cpu", "cuda"]:  # what auto would pick there, whether or not this machine has one
