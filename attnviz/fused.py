@@ -41,8 +41,8 @@ speed of a plain read, and never writes a (B, T, H) temporary (the one-liner doe
   one-liner was slower than bmm after many seconds of compiling, so it is not used. The C kernel
   runs at every size: at 2x3x5 a call of its builtin took 0.51 µs, through ctypes 4.3 µs, bmm 6.5
   µs and the one-liner 7.1 (AVX2 host, 2026-12-04, benchmarks/RESULTS.md, "Small sizes again").
-  Strided x goes to bmm. The numbers behind each of these statements, with the commands that measure them on your
-  machine (``python -m attnviz.bench``), are in benchmarks/RESULTS.md.
+  Strided x goes to bmm. The numbers behind each of these statements, with the commands that
+  measure them on your machine (``python -m attnviz.bench``), are in benchmarks/RESULTS.md.
 
 Triton is imported lazily: attnviz imports and works without it. Set ``TRITON_INTERPRET=1`` before
 the first import of triton to run the kernel on CPU tensors (slowly) in Triton's interpreter;
