@@ -75,7 +75,8 @@ def _why(records: list[dict]) -> str:
         if notes.get("path") and notes.get("why"):
             picked, _, path = notes["path"].rpartition(": ")  # auto's: "fused: C row-sum kernel"
             runs = f"{picked} ({path})" if picked else path
-            lines.append(f"- **{r['method']}** runs {runs}: {notes['why']}.")
+            said = inert(f"{runs}: {notes['why']}.")  # it can quote a compiler's words
+            lines.append(f"- **{r['method']}** runs {said}")
     return "\n".join(lines)
 
 
