@@ -7,6 +7,7 @@ Skips with the reason where /usr/bin/chromium or playwright is missing (`.ci/run
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 from pathlib import Path
@@ -369,12 +370,26 @@ def _size(page, letter: str, value: int) -> None:
     _settle(page)
 
 
-NAVIGATIONS = {  # what a visitor does before editing
+_NAVIGATIONS = {  # what a visitor does before editing
     "tab": lambda page: page.get_by_role("tab", name="Mistakes").click(),
     "step": lambda page: page.get_by_role("button", name="Next").click(),
     "preset": lambda page: _pick_preset(page, "random"),
     "size": lambda page: _size(page, "h", 4),
 }
+
+
+def _navigate(page, how: str) -> None:
+    """One of _NAVIGATIONS, then wait until the page shows it: the link has changed (each one
+    changes the link) and the run that changed it has finished. A visitor edits the tables the
+    page shows once it has redrawn; right after a key or a click the run may not have started yet,
+    and an edit typed then would land in the tables that run is about to replace."""
+    before = page.url
+    _NAVIGATIONS[how](page)
+    page.wait_for_url(lambda url: url != before, timeout=WAIT_MS)
+    _settle(page)
+
+
+NAVIGATIONS = {how: functools.partial(_navigate, how=how) for how in _NAVIGATIONS}
 
 
 @pytest.mark.parametrize("how", [*NAVIGATIONS, "link"])
