@@ -190,3 +190,29 @@ def test_a_preset_and_a_shape_are_said_with_the_new_result_shape():
     assert said(at)["result"][0].startswith(
         f"Result updated: weighted {(3, h)}; 3 sentences, {t} words, {h} hidden"
     )
+
+
+def test_a_verdict_asked_for_is_said_even_where_the_page_never_noted_the_one_before():
+    """The expression's verdict: the one the tab opens on is noted, not said (first False);
+    the verdict of an expression the visitor typed is said whatever the page noted before
+    (first True: on a busy server the page's script may never have seen the tab's verdict
+    between two runs, and it would then have taken the typed one's as the tab's); a rerun, or
+    the tab opened again, says nothing new."""
+    from attnviz.ui.sections import TABS
+
+    at = _playground()
+    at.session_state["pg_tab"] = dict(TABS)["expr"]
+    at.run()
+    opened, opened_key, first = said(at)["verdict"]
+    assert opened.startswith("Result: shape (2, 5). ") and not first
+    at.text_input(key="pg_expr").input("(net_output * att_scores[:, None, :]).sum(1)").run()
+    text, key, first = said(at)["verdict"]
+    assert text.startswith("This expression has a mistake: ") and first, (text, first)
+    assert key != opened_key
+    at.run()  # the same expression again: not asked for anew
+    assert said(at)["verdict"] == (text, key, False)
+    at.session_state["pg_tab"] = dict(TABS)["steps"]
+    at.run()
+    at.session_state["pg_tab"] = dict(TABS)["expr"]
+    at.run()
+    assert said(at)["verdict"] == (text, key, False)  # the tab opened again on it

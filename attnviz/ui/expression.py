@@ -182,10 +182,15 @@ def _error_message(err: dict) -> str:
     return sandbox.plain(message)
 
 
-def _say(expr: str, text: str) -> None:
+def _say(expr: str, text: str, *, asked: bool) -> None:
     """The verdict in the page's live region: once per expression and verdict (a rerun says
-    nothing), not the one already there when the tab opened."""
-    figure.announce(text, "verdict", rank=figure.RESULT, key=f"{expr}\n{text}", first=False)
+    nothing), not the one already there when the tab opened. asked: the visitor has just asked
+    for this expression (it differs from the one this section showed before), so its verdict is
+    said even where the page never had the chance to note the one before it (two runs that
+    followed each other too closely on a busy server: the script notes a verdict only between
+    runs, and a verdict it meets first is taken as the one the tab opened on)."""
+    key = f"{expr}\n{text}"
+    figure.announce(text, "verdict", rank=figure.RESULT, key=key, first=asked)
 
 
 def _show_error(err: dict) -> None:
@@ -230,6 +235,8 @@ def section(
     )
     _controls.remember("pg_expr")
     expr = str(expr or "")[:MAX_EXPR_CHARS]
+    shown, ss["pg_expr_shown"] = ss.get("pg_expr_shown"), expr
+    asked = shown is not None and shown != expr  # not the tab's first drawing in this session
     what = "weighted_sum(net_output, att_scores"
     what += ", mask=mask" if mask is not None else ""
     what += ', normalize="softmax"' if normalize == "softmax" else ""
@@ -239,7 +246,7 @@ def section(
     )
     if not expr.strip():
         st.info("Type an expression, for example the first one in the pick list above.")
-        _say(expr, "")
+        _say(expr, "", asked=asked)
         return
     xn = x.detach().numpy()
     wn = w.detach().numpy()
@@ -250,7 +257,7 @@ def section(
         if err["span"] is not None and "\n" not in expr:
             st.code(sandbox.pointer(expr, tuple(err["span"])), language=None)
         _show_error(err)
-        _say(expr, f"{_error_head(err)} {_error_message(err)}")
+        _say(expr, f"{_error_head(err)} {_error_message(err)}", asked=asked)
         if s["rows"]:
             st.caption("What was evaluated before that:")
             st.dataframe(pd.DataFrame(s["rows"]), width="stretch", hide_index=True)
@@ -263,9 +270,8 @@ def section(
     _show_verdict(s, expr)
     shape = f"shape {res['shape']}" if res["shape"] is not None else res["text"]
     reasons = s["verdict"]["reasons"]  # why it is right on this example only
-    _say(
-        expr, f"Result: {shape}. {_headline(s['verdict'])}" + (f" {reasons[0]}" if reasons else "")
-    )
+    said = f"Result: {shape}. {_headline(s['verdict'])}" + (f" {reasons[0]}" if reasons else "")
+    _say(expr, said, asked=asked)
     st.dataframe(pd.DataFrame(s["rows"]), width="stretch", hide_index=True)
     if s["preview"] is not None:
         value = np.asarray(s["preview"], dtype=np.float64)
