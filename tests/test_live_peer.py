@@ -7,6 +7,7 @@ the results and their downloads are in the teacher's menu before the end."""
 from __future__ import annotations
 
 import re
+from unittest.mock import ANY
 
 import pytest
 
@@ -164,8 +165,12 @@ def test_a_student_hears_the_teacher_move_ask_and_reveal_and_their_own_answer():
     assert said(student)["question"][0].startswith("The teacher asks: ")
     asked = said(teacher)["question"]
     assert asked[0].startswith("Question asked: ")
+    assert said(student)["mine"][2] is False  # no answer yet: nothing to say
     _send(student, "result_shape", "(2, 3, 1)")
-    assert said(student)["mine"][0] == "Your answer (2, 3, 1) is recorded."
+    # said even where the page never noted the empty slot before it (first: True)
+    assert said(student)["mine"] == ("Your answer (2, 3, 1) is recorded.", ANY, True)
+    student.run()  # a poll: the same answer, not sent anew
+    assert said(student)["mine"][::2] == ("Your answer (2, 3, 1) is recorded.", False)
     teacher.run()  # a student answered: the count moved, the teacher hears nothing new
     assert said(teacher)["question"][1] == asked[1]
     _click(teacher, "wt_reveal")

@@ -308,9 +308,13 @@ def student_panel(r: Classroom, record: ClassRecord, question: Question) -> None
         st.html(rounds_html(question, rounds, revealed=a.stage is peer.Stage.REVEALED))
     said = _stage_sentence(question, a, rounds, teacher=False, mine=mine)
     figure.announce(said, "question", rank=figure.CLASS, key=_stage_key(question, a))
-    if a.stage is not peer.Stage.REVEALED:  # their own answer, once recorded (not on arrival)
+    # their own answer, once recorded (not on arrival): said where it differs from the one this
+    # session showed before, even where the page never noted that one (runs close together)
+    shown, ss[f"{mine_key}_shown"] = ss.get(f"{mine_key}_shown"), mine
+    if a.stage is not peer.Stage.REVEALED:
         recorded = f"Your answer {question.label(mine)} is recorded." if mine else ""
-        figure.announce(recorded, "mine", rank=figure.CLASS, key=mine, first=False)
+        sent = shown is not None and shown != mine
+        figure.announce(recorded, "mine", rank=figure.CLASS, key=mine, first=sent)
     if a.stage is peer.Stage.REVEALED:
         answer, why = inert(question.label(question.answer)), inert(question.why)
         if not mine:
