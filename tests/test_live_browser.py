@@ -246,6 +246,16 @@ def _answers_counted(page, n: int) -> float:
     return time.monotonic() - started
 
 
+def _bottom_in_page(locator) -> tuple[float, int]:
+    """(the bottom of what locator finds, in CSS px from the top of the page as if nothing were
+    scrolled; the window's height): where it is <= the height, it shows on the first screen."""
+    return locator.evaluate(
+        """(el) => { let b = el.getBoundingClientRect().bottom + window.scrollY;
+                     for (let e = el.parentElement; e; e = e.parentElement) b += e.scrollTop;
+                     return [b, window.innerHeight]; }"""
+    )
+
+
 def _store(env: dict[str, str]):
     return open_store(env.get("ATTNVIZ_CLASS_STORE", ""), env.get("ATTNVIZ_DATA_DIR") or None)
 
@@ -312,6 +322,10 @@ def test_a_live_class_with_a_teacher_and_two_students(chromium, tmp_path):
         laptop.get_by_text(re.compile(r"^Right: \(2, 3, 1\)")).wait_for(timeout=WAIT_MS)
         phone.get_by_text(re.compile("^Not this time")).wait_for(timeout=WAIT_MS)
         phone.screenshot(path=SHOTS / "class_phone_reveal.png", full_page=True)
+        # each student's own verdict is on their first screen, under the question and its votes
+        for page, verdict in ((laptop, "^Right: "), (phone, "^Not this time")):
+            bottom, height = _bottom_in_page(page.get_by_text(re.compile(verdict)))
+            assert bottom <= height, (page.viewport_size, bottom)
         phases["revealed"] = time.monotonic() - began
 
         # what the page decides, not the store (the store's own checks of a forged token:

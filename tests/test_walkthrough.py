@@ -381,9 +381,11 @@ def test_a_slide_button_names_the_slide_it_goes_to():
     assert _slide(at) == 6 and _bound(at, "wt_next")[2] == {"to": 7}
 
 
-def test_the_teachers_count_keeps_its_height_while_answers_come_in():
-    """On the projector the slide sits below the count: a new typed answer fills a row that was
-    already there (hidden), so nothing below moves; a choice question has its rows from the start."""
+def test_the_votes_have_a_bar_per_answer_given_and_no_empty_rows():
+    """The bars are drawn only once a round's answers are frozen (votes shown, or revealed), so
+    they keep no hidden rows for answers to come: on a phone 5 such rows (305 px) pushed the
+    student's own verdict below the screen. A typed answer gets a bar, up to TYPED_BARS of them;
+    a choice question a bar per choice, given or not."""
     from attnviz import examples
     from attnviz.classroom import Kind, questions
     from attnviz.ui.live_question import TYPED_BARS, bars_html
@@ -395,11 +397,14 @@ def test_the_teachers_count_keeps_its_height_while_answers_come_in():
     shape = next(q for q in qs if q.kind is Kind.SHAPE)
     given = [("(2, 3, 1)", 5), ("(2, 3)", 3), ("(3, 2, 1)", 1), ("(2, 1, 3)", 1)]
     for k in range(len(given) + 1):
-        html = bars_html(shape, tuple(given[:k]), sum(n for _, n in given[:k]), revealed=False)
-        assert n_rows(html) == TYPED_BARS
-        assert html.count("wt-bar wt-room") == TYPED_BARS - k
-        for answer, n in given[:k]:
-            assert f"{answer}</span>" in html and f"<b>{n}</b>" in html
+        for revealed in (False, True):
+            html = bars_html(
+                shape, tuple(given[:k]), sum(n for _, n in given[:k]), revealed=revealed
+            )
+            assert n_rows(html) == k
+            assert "visibility:hidden" not in html and "wt-room" not in html
+            for answer, n in given[:k]:
+                assert f"{answer}" in html and f"<b>{n}</b>" in html
     many = tuple((f"({i}, 1)", 1) for i in range(TYPED_BARS + 3))
     assert n_rows(bars_html(shape, many, len(many), revealed=True)) == TYPED_BARS
     choice = next(q for q in qs if q.kind is Kind.CHOICE)

@@ -29,7 +29,6 @@ COVER = "The slide follows the vote: predict first."
 
 _STYLE = (
     "<style>.wt-bar{display:flex;align-items:center;gap:.6rem;font-size:1.25rem;margin:.2rem 0}"
-    ".wt-room{visibility:hidden}"
     ".wt-label{flex:0 0 45%}.wt-track{flex:1;background:#eee;height:1.4rem}"
     ".wt-fill{display:block;height:100%;background:#2166ac}"
     ".wt-right .wt-fill{background:#1a7f37}.wt-right{font-weight:700}"
@@ -215,9 +214,11 @@ def bars_html(
 ) -> str:
     """One round's count as a bar chart in plain HTML (cheap to redraw every second).
 
-    A typed answer gets a bar of its own, up to TYPED_BARS of them (the most given first); the
-    chart always has room for that many, so the slide below it stays put on the projector while
-    new answers come in. Each bar says its count and its share of those who answered."""
+    A typed answer gets a bar of its own, up to TYPED_BARS of them (the most given first). The
+    bars are drawn only for a round whose answers are frozen (the votes shown, or the answer
+    revealed; while it is open the count says only how many answered), so the chart never grows
+    under the eyes and keeps no room for answers to come: on a phone that room pushed a student's
+    own verdict off the screen. Each bar says its count and its share of those who answered."""
     shown = dict(counts)
     choice = question.kind is Kind.CHOICE
     labels = [str(i) for i in range(len(question.choices))] if choice else []
@@ -236,12 +237,6 @@ def bars_html(
             f'<span class="wt-fill" style="width:{100 * n / most:.0f}%">'
             f"</span></span><b>{n}</b>{share}</div>"
         )
-    if not choice:  # room for the answers not given yet: rows like the others, not shown
-        room = (
-            '<div class="wt-bar wt-room" aria-hidden="true"><span class="wt-label">-</span>'
-            '<span class="wt-track"></span><b>0</b></div>'
-        )
-        rows += [room] * (TYPED_BARS - len(labels))
     return (
         _STYLE
         + '<div class="wt-bars">'
