@@ -196,6 +196,16 @@ def _classic(**kw) -> np.ndarray:
     return attnviz.weighted_sum(x, w, **kw).numpy().astype(np.float64)
 
 
+#: The rows of a plotly table drawn below their figure's bottom edge (plotly clips them: only
+#: its scroll bar, shown on a hover, tells they are there), as the texts of their cells.
+_HIDDEN_TABLE_ROWS = """() => [...document.querySelectorAll('.js-plotly-plot')].flatMap((plot) => {
+  const bottom = plot.getBoundingClientRect().bottom;
+  return [...plot.querySelectorAll('.table .cell-text')]
+    .filter((t) => t.textContent.trim() && t.getBoundingClientRect().bottom > bottom + 1)
+    .map((t) => t.textContent.slice(0, 40));
+})"""
+
+
 def test_playground_shows_the_classic_result(tab, server):
     page = _open(tab, server)
     np.testing.assert_allclose(_result(page), _classic(), **SHOWN)
@@ -204,6 +214,11 @@ def test_playground_shows_the_classic_result(tab, server):
     page.screenshot(path=SHOTS / "playground_laptop_1366x768.png")
     page = _open(tab, server, viewport=PROJECTOR)
     page.screenshot(path=SHOTS / "playground_projector_1920x1080.png")
+    # the gallery's table on the projector: its text is biggest there, and every row still shows
+    page = _open(tab, f"{server}/?tab=mistakes", viewport=PROJECTOR)
+    page.locator('[role="tabpanel"]:visible .js-plotly-plot .table').first.wait_for(timeout=WAIT_MS)
+    _settle(page)
+    assert page.evaluate(_HIDDEN_TABLE_ROWS) == []
 
 
 def test_editing_a_cell_updates_the_result_and_the_link(tab, server):
@@ -458,6 +473,8 @@ def test_every_playground_tab_is_legible_on_a_phone(phone, server):
         cells = [t["size"] for t in info["texts"] if t["cell"]]
         if min(cells, default=12) < 12:
             found.append(f"cell numbers of {min(cells)} px")
+        if page.evaluate(_HIDDEN_TABLE_ROWS):
+            found.append(f"table rows cut off: {page.evaluate(_HIDDEN_TABLE_ROWS)}")
         if page.locator('[data-testid="stException"]').count():
             found.append("an exception box")
         if "Traceback" in page.inner_text("body"):

@@ -312,6 +312,31 @@ def test_mistakes_table_has_a_row_per_form():
     assert "T == H variant, inputs (2, 3, 3)" in " ".join(codes)
 
 
+def test_the_phone_gallery_keeps_torchs_whole_message():
+    """Cut after four lines, "at non-singleton dimension 2" lost the axis that does not match."""
+    items = trace.mistakes(*examples.classic())
+    (table,) = mistakes_figure(items, style=PHONE).data
+    for m, cell in zip(items, table.cells.values[1], strict=True):
+        if m.error:
+            assert " ".join(cell.split("<br>")).endswith(m.error.split()[-1]), cell
+            assert "dimension" not in m.error or "dimension" in cell
+
+
+def test_the_gallery_is_as_tall_as_its_rows_on_every_screen():
+    """The rows' lines are as tall as their text: on a projector (the biggest text) the table was
+    cut after its seventh row, at 20 px a line. Each row gets >= 1.35 lines of its cells' size."""
+    items = trace.mistakes(*examples.classic())
+    for style in (SCREEN, PROJECTOR, PHONE):
+        fig = mistakes_figure(items, style=style)
+        (table,) = fig.data
+        size = table.cells.font.size
+        lines = sum(
+            max(len(c.split("<br>")) for c in row) for row in zip(*table.cells.values, strict=True)
+        )
+        room = fig.layout.height - fig.layout.margin.t - fig.layout.margin.b
+        assert room >= table.header.height + 1.35 * size * lines, (style.name, room)
+
+
 # ---------------------------------------------------------------- gradients, view vs copy
 
 

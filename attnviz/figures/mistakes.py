@@ -154,11 +154,19 @@ def mistake_figure(mistake: Mistake, *, zrange: tuple[float, float] | None = Non
     return fig.figure(desc)
 
 
-def _table_row_px(m: Mistake) -> int:
-    """Rough height of a gallery row: the tallest of its wrapped cells."""
+def _table_row_px(m: Mistake, size: int) -> int:
+    """Rough height of a gallery row in cells of ``size`` px text: the tallest of its wrapped
+    cells. (The columns' widths grow with the screen as the text does, so a cell holds about as
+    many characters a line on a laptop as on a projector; its lines are taller there: at 20 px a
+    line, a projector's gallery was cut after its seventh row.)"""
     code_lines = len(wrap_escaped(m.code, 52)) + (1 if m.variant else 0)
     error_lines = len(wrap_escaped(m.error, 40)) if m.error else 1
-    return 14 + 20 * max(code_lines, error_lines)
+    return 14 + _line_px(size) * max(code_lines, error_lines)
+
+
+def _line_px(size: int) -> int:
+    """The height of a line of ``size`` px text in a table cell, as plotly draws it."""
+    return round(size * 1.4)
 
 
 def _phone_table(items: Sequence[Mistake]) -> tuple[dict, list[int]]:
@@ -175,10 +183,10 @@ def _phone_table(items: Sequence[Mistake]) -> tuple[dict, list[int]]:
         right += wrap_hard(
             f"shape {'–' if m.shape is None else m.shape}, want {m.expected_shape}", 22
         )
-        right += wrap_hard(m.error, 22)[:4] if m.error else ["no error raised"]
+        right += wrap_hard(m.error, 22) if m.error else ["no error raised"]  # all of it
         code.append("<br>".join(left))
         what.append("<br>".join(right))
-        heights.append(12 + int(size * 1.35) * max(len(left), len(right)))
+        heights.append(12 + _line_px(size) * max(len(left), len(right)))
     fills = ["#e6f2e6" if m.correct else "#fde0c5" if m.silent else "#eeeeee" for m in items]
     table = dict(
         type="table",
@@ -233,7 +241,7 @@ def mistakes_figure(items: Sequence[Mistake]) -> go.Figure:
             "height": 34,
         },
     )
-    heights = [_table_row_px(x) for x in items]
+    heights = [_table_row_px(x, max(current_style().font - 3, 12)) for x in items]
     if current_style().stack:  # a phone: two columns whose lines fit
         table, heights = _phone_table(items)
     fig = Draft(table)
@@ -244,10 +252,16 @@ def mistakes_figure(items: Sequence[Mistake]) -> go.Figure:
         subtitle="<br>".join(wrap_escaped(legend, 40)) if current_style().stack else legend,
         height=400,  # replaced below, once the title's margins are known
     )
-    fig.update_layout(margin={"l": 20, "r": 20, "b": 8})  # a table needs no room for axis labels
+    # a table needs no room for axis labels, under its subtitle (base_layout keeps room there for
+    # a heatmap's panel titles) nor on the sides: the header starts under the subtitle's last line
+    s = current_style()
+    sub_lines = fig.layout["title"]["subtitle"]["text"].count("<br>") + 1
+    top = 10 + round(1.4 * s.title) + sub_lines * round(1.5 * max(s.font - 2, 12)) + 14
+    fig.update_layout(margin={"l": 20, "r": 20, "t": top, "b": 8})
     # as tall as the title, the header and the rows need: no blank band under the table
     m = fig.layout["margin"]
-    fig.update_layout(height=m["t"] + m["b"] + 36 + sum(heights))
+    header = max(36, _line_px(s.font) + 8)
+    fig.update_layout(height=m["t"] + m["b"] + header + sum(heights))
     lines = [
         f"{m.code}{' (T == H variant, inputs ' + str(m.input_shape) + ')' if m.variant else ''}: "
         f"{m.outcome}" + (f" (torch: {m.error})" if m.error else f", shape {m.shape}")
