@@ -223,38 +223,39 @@ def mistakes_figure(items: Sequence[Mistake]) -> go.Figure:
         "<br>".join(wrap_escaped(m.error, 40)) if m.error else "no error raised" for m in items
     ]
     fills = ["#e6f2e6" if m.correct else "#fde0c5" if m.silent else "#eeeeee" for m in items]
+    s = current_style()
+    size = max(s.font - 3, 12)  # the cells' text
     table = dict(
         type="table",
         columnwidth=[40, 14, 18, 28],
         header={
             "values": ["<b>code</b>", "<b>outcome</b>", "<b>shape</b>", "<b>torch says</b>"],
-            "font": {"size": current_style().font},
+            "font": {"size": s.font},
             "fill": {"color": "#d9d9d9"},
             "align": "left",
             "height": 36,
         },
         cells={
             "values": [code, outcome, shapes, errors],
-            "font": {"size": max(current_style().font - 3, 12)},
+            "font": {"size": size},
             "fill": {"color": [fills] * 4},
             "align": "left",
             "height": 34,
         },
     )
-    heights = [_table_row_px(x, max(current_style().font - 3, 12)) for x in items]
-    if current_style().stack:  # a phone: two columns whose lines fit
+    heights = [_table_row_px(x, size) for x in items]
+    if s.stack:  # a phone: two columns whose lines fit
         table, heights = _phone_table(items)
     fig = Draft(table)
     legend = "each form run live by torch: ✓ right · ✗ fails or wrong shape · ⚠ silently wrong"
     base_layout(
         fig,
         title="Mistakes gallery",
-        subtitle="<br>".join(wrap_escaped(legend, 40)) if current_style().stack else legend,
+        subtitle="<br>".join(wrap_escaped(legend, 40)) if s.stack else legend,
         height=400,  # replaced below, once the title's margins are known
     )
     # a table needs no room for axis labels, under its subtitle (base_layout keeps room there for
     # a heatmap's panel titles) nor on the sides: the header starts under the subtitle's last line
-    s = current_style()
     sub_lines = fig.layout["title"]["subtitle"]["text"].count("<br>") + 1
     top = 10 + round(1.4 * s.title) + sub_lines * round(1.5 * max(s.font - 2, 12)) + 14
     fig.update_layout(margin={"l": 20, "r": 20, "t": top, "b": 8})
