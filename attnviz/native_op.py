@@ -333,13 +333,16 @@ def reader(
 def fastest_reader(
     x: Tensor, *, threads: int | None = None, tries: int = 3
 ) -> Callable[[Tensor], float]:
-    """``reader(x)`` in the faster of its two ways to read (one stream, four side by side), timed
-    on x here: the read limit, wherever x sits. ``native_read.read_mode`` guesses one stream where x
-    fits in the last-level cache; near its size part of x comes from memory (the cache is shared),
-    and there one stream was the slower: at 24-28 MiB against a 32 MiB L3, on one thread, fused's
-    four stripes read 1.18-1.28x as fast as that floor (``python -m attnviz.bench`` flagged it).
-    Each way is timed ``tries`` times over ~16 MiB of reads (at least one read), the best kept."""
-    readers = {how: reader(x, threads=threads, mode=how) for how in (native.TILES, native.STRIPES)}
+    """``reader(x)`` in the fastest of its three ways to read (one stream, four side by side, four
+    asking for their lines ahead), timed on x here: the read limit, wherever x sits.
+    ``native_read.read_mode`` guesses one stream where x fits in the last-level cache; near its
+    size part of x comes from memory (the cache is shared), and there one stream was the slower:
+    at 24-28 MiB against a 32 MiB L3, on one thread, fused's four stripes read 1.18-1.28x as fast
+    as that floor (``python -m attnviz.bench`` flagged it). The kernel may ask for lines ahead
+    (``native.PREFETCH``), so the floor may too. Each way is timed ``tries`` times over ~16 MiB of
+    reads (at least one read), the best kept."""
+    ways = (native.TILES, native.STRIPES, native_read.READ_AHEAD)
+    readers = {how: reader(x, threads=threads, mode=how) for how in ways}
     calls = max(1, min(1000, (1 << 22) // max(x.numel(), 1)))
     best = dict.fromkeys(readers, math.inf)
     for _ in range(tries):

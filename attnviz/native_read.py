@@ -23,13 +23,20 @@ from attnviz import native
 from attnviz.errors import AttnvizError
 
 READ_UNIT_NUMEL = 1 << 20
+# a third way to read (read_floats' mode 2): four streams side by side, each asking for its lines
+# ahead as the kernel's stripes may (native.PREFETCH): where the kernel asks ahead, so can the
+# floor (from DRAM on two threads on an Intel Xeon, 2026-12-05: 32.8 against 30.6 GB/s)
+READ_AHEAD = 2
 
 
 def read_plan(n: int, threads: int) -> tuple[int, int]:
     """(threads used, unit) for a plain read of ``n`` numbers: one thread under
-    MIN_NUMEL_PER_THREAD numbers per thread; where x fits in the last-level cache, one unit per
-    thread (of at most MAX_UNIT_NUMEL numbers); beyond, units of READ_UNIT_NUMEL numbers that the
-    threads take as they come free. (Cached, as ``plan`` is.)"""
+    MIN_NUMEL_PER_THREAD numbers per thread; where x fits in the last-level cache, equal units, one
+    per thread or a multiple of the threads, of at most MAX_UNIT_NUMEL numbers (units of at most
+    that many and one short left the threads unequal work: 84 MiB in 16 MiB units on two threads,
+    three units against two and a bit, read at 47 GB/s where the kernel's even cut read 54, and
+    the benchmark flagged the kernel above the floor); beyond, units of READ_UNIT_NUMEL numbers
+    that the threads take as they come free. (Cached, as ``plan`` is.)"""
     return _read_plan(n, threads, native.MIN_NUMEL_PER_THREAD, native.MAX_UNIT_NUMEL)
 
 
@@ -40,7 +47,8 @@ def _read_plan(n: int, threads: int, min_numel: int, max_unit: int):
         return min(used, math.ceil(n / READ_UNIT_NUMEL)), READ_UNIT_NUMEL
     if used == 1:
         return 1, max(1, n)
-    unit = min(max_unit, math.ceil(n / used))  # in the last-level cache: one unit per thread
+    units = used * math.ceil(n / (used * max_unit))  # in the last-level cache: equal units
+    unit = -(-math.ceil(n / units) // 256) * 256  # whole KiB: no unit starts inside a line
     return min(used, math.ceil(n / unit)), unit
 
 
@@ -70,7 +78,8 @@ def reader(
     ctypes, nothing more (``attnviz.native_op.reader`` calls the same loop through a builtin,
     leaner still): a floor slowed by its own call would let the kernel's leaner call seem to beat
     the machine (at 1x250x777, 7.6 µs a read planned once, 10.9 µs planned per call).
-    ``mode``: TILES (one stream) or STRIPES (four); ``read_mode``'s guess where None.
+    ``mode``: TILES (one stream), STRIPES (four) or READ_AHEAD (four, asking for their lines
+    ahead); ``read_mode``'s guess where None.
     """
     if not (x.is_cpu and x.dtype is torch.float32 and x.is_contiguous()):
         raise AttnvizError(

@@ -61,13 +61,14 @@ def fine_grained(monkeypatch):
     monkeypatch.setattr(native, "MIN_PIECE_ROWS", 2)
 
 
-@pytest.fixture(params=["stripes", "tiles", "columns"])
+@pytest.fixture(params=["stripes", "stripes asking ahead", "tiles", "columns"])
 def summed_in(request, monkeypatch):
-    """Each way the kernel sums rows (``native.mode`` picks one by where x sits), forced."""
-    kind = {"stripes": native.STRIPES, "tiles": native.TILES, "columns": native.COLUMNS}[
-        request.param
-    ]
+    """Each way the kernel sums rows (``native.mode`` picks one by where x sits, and the first
+    call of a shape from beyond L2 whether stripes ask for their lines ahead), forced."""
+    kind = {"tiles": native.TILES, "columns": native.COLUMNS}.get(request.param, native.STRIPES)
     monkeypatch.setattr(native, "mode", lambda *shape: kind)
+    ahead = request.param == "stripes asking ahead"
+    monkeypatch.setattr(native, "asks_ahead", lambda *shape: ahead)
     native._call_shape.cache_clear()  # its arrays hold the mode
     yield kind
     native._call_shape.cache_clear()
@@ -338,6 +339,23 @@ def test_read_plan_covers_every_number(n, threads):
     assert used == 1 or unit <= native.MAX_UNIT_NUMEL
 
 
+@pytest.mark.parametrize("n", [7 * 3001 * 999, 5 * 2**22 + 3, 2**22 + 1, 3 * 2**17])
+@pytest.mark.parametrize("threads", [2, 3])
+def test_in_the_last_level_cache_every_thread_reads_as_much(monkeypatch, n, threads):
+    """Units of at most MAX_UNIT_NUMEL numbers, as many on every thread: 84 MiB in 16 MiB units
+    had left one of two threads a unit more than the other, and the floor 13% too slow."""
+    monkeypatch.setattr(native, "_caches", lambda: (2**21, 2**30))  # 2 MiB L2, 1 GiB L3
+    native_read._read_plan.cache_clear()
+    try:
+        used, unit = native_read.read_plan(n, threads)
+    finally:
+        native_read._read_plan.cache_clear()
+    count = math.ceil(n / unit)
+    assert used == threads and count % used == 0  # the same number of units on every thread
+    assert unit <= native.MAX_UNIT_NUMEL and unit % 256 == 0  # whole KiB: from a line's start
+    assert n - (count - 1) * unit > unit - 256 * count  # the last unit (nearly) as long
+
+
 def test_read_sum_refuses_what_it_cannot_read():
     with pytest.raises(AttnvizError, match="contiguous float32"):
         native_read.read_sum(torch.zeros(4, 4).t())
@@ -535,8 +553,8 @@ def test_without_avx512_rows_in_l2_are_summed_in_stripes(monkeypatch):
 
 @needs_kernel
 @pytest.mark.parametrize("n", [1, 15, 16, 255, 256, 257, 5000, 70_001])
-def test_both_ways_of_reading_sum_every_number_once(n, monkeypatch):
+def test_every_way_of_reading_sums_every_number_once(n, monkeypatch):
     x = torch.arange(n, dtype=torch.float32) % 7  # exact in float32 and in the double result
-    for kind in (native.STRIPES, native.TILES):
+    for kind in (native.STRIPES, native.TILES, native_read.READ_AHEAD):
         monkeypatch.setattr(native_read, "read_mode", lambda n, kind=kind: kind)
         assert native_read.read_sum(x) == float(x.double().sum())

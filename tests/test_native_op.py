@@ -24,6 +24,9 @@ needs_op = pytest.mark.skipif(
 # B, T, H all different; T == H; B = 1; T = 1; H past one tile of 256 columns and not a multiple
 SHAPES = [(3, 100, 70), (4, 17, 17), (1, 1000, 33), (5, 1, 9), (2, 45, 2050), (3, 50, 700)]
 SHAPES += [(3, 37, 128)]  # short rows (H a multiple of 16, at most a tile): sums in registers
+SHAPES += [
+    (2, 45, 320)
+]  # rows on the lines past a tile: stripes two vectors a step (may ask ahead)
 
 
 def random_inputs(b, t, h, *, seed):
@@ -50,9 +53,10 @@ def op(request):
 def planned(monkeypatch):
     """Plans made afresh for the test in the way it forces (and forgotten after it)."""
 
-    def make(x, threads, kind=None):
+    def make(x, threads, kind=None, ahead=False):
         if kind is not None:
             monkeypatch.setattr(native, "mode", lambda *shape: kind)
+            monkeypatch.setattr(native, "asks_ahead", lambda *shape: ahead)
         native._call_shape.cache_clear()  # its arrays hold the mode
         native_op.clear_plans()
         torch.set_num_threads(threads)
@@ -68,11 +72,11 @@ def planned(monkeypatch):
 @needs_op
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("threads", [1, 2, 3])
-@pytest.mark.parametrize("kind", ["stripes", "tiles", "columns"])
+@pytest.mark.parametrize("kind", ["stripes", "stripes asking ahead", "tiles", "columns"])
 def test_the_operator_matches_float64_reference(op, planned, shape, threads, kind):
     x, w = random_inputs(*shape, seed=sum(shape) + threads)
-    modes = {"stripes": native.STRIPES, "tiles": native.TILES, "columns": native.COLUMNS}
-    planned(x, threads, modes[kind])
+    modes = {"tiles": native.TILES, "columns": native.COLUMNS}
+    planned(x, threads, modes.get(kind, native.STRIPES), ahead=kind == "stripes asking ahead")
     got = op(x, w)
     assert got is not None and got.shape == (shape[0], shape[2]) and got.dtype == torch.float32
     assert_close(got, attnviz.reference(x, w).float(), rtol=1e-5, atol=1e-4)
@@ -281,7 +285,9 @@ def test_the_floor_reads_the_faster_way_timed_on_x(monkeypatch, slow):
     x = (torch.arange(2 * 300 * 700, dtype=torch.float32) % 7).reshape(2, 300, 700)
     w = torch.ones(2, 300)
     floor = harness.floor_function(x)
-    assert sorted(m for m, _ in made) == sorted([native.TILES, native.STRIPES])
+    assert sorted(m for m, _ in made) == sorted(
+        [native.TILES, native.STRIPES, native_read.READ_AHEAD]
+    )
     chosen = next(read for mode, read in made if mode != slow_mode)
     calls = []
     monkeypatch.setattr(time, "sleep", lambda s: calls.append(s))

@@ -135,7 +135,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"median and IQR over {r.rounds} interleaved rounds; 'x floor' = median over rounds "
                 f"of GB/s / GB/s of the floor in the same round (a '!' marks a method above it "
                 f"by more than the ratio's IQR); 'best' = the same ratio between the fastest "
-                f"rounds; '1st call' includes lazy init / JIT compile."
+                f"rounds; '1st call' includes lazy init / JIT compile (and the C kernel's timing of its two"
+                f" ways to load, on a shape's first call from beyond L2)."
             )
             floors = sorted({(d.device, d.notes.get("floor", "")) for d in records})
             for device, floor in floors:

@@ -35,6 +35,13 @@
 #define BLOCK_H 2048 /* 8 KiB of running sums */
 #endif
 
+/* shape[6] (the mode) | PREFETCH: stripes ask for each stripe's lines PREFETCH_BYTES ahead of
+ * the loads (attnviz/native.py decides where, by timing; see sum_rows_of) */
+#define PREFETCH 4
+#ifndef PREFETCH_BYTES
+#define PREFETCH_BYTES 1024
+#endif
+
 /* for (long u = 0; u < n; u++) { body }: on `threads` OpenMP threads (a variable of that name
  * in scope), which take units one at a time as they come free (schedule(dynamic)), or with one
  * thread in this thread alone, with no OpenMP region at all: libgomp makes a futex system call
@@ -228,9 +235,18 @@ static void short_rows_of(const float *restrict x, const float *restrict w, floa
  * limit from DRAM on one thread (0.64 with H = 777) against 0.95-1.06 as stripes. Four stripes,
  * not eight: in the last-level cache eight were 0.81-0.89 of a one-stream read on one thread,
  * 0.76-0.85 on two, four 0.93-1.0 and 0.87-0.96 (8-16 MiB, plain C), and from DRAM as fast.
- * The last rows % 4 rows follow one at a time. */
-static void sum_rows(const float *restrict x, const float *restrict w, float *restrict s,
-                     long rows, long h, long cols) {
+ * The last rows % 4 rows follow one at a time.
+ *
+ * ahead = 1: each step also asks for each stripe's line PREFETCH_BYTES further on (rows on the
+ * lines, two vectors a step; rows off the lines gained nothing from it, H = 777 and 1000 from
+ * DRAM, and short rows are at the read limit without it). On an Intel Xeon (Emerald Rapids) from DRAM the hardware alone kept
+ * too few lines in flight: one thread, 1 GiB, plain C, 0.91-0.94 of the read limit, asking ahead
+ * 0.97-1.0 (512 B to 2 KiB ahead alike), in the L3 the same (0.98-1.0), in L2 0.83-0.85 against
+ * 0.92. On an AMD EPYC (Zen 4) asking 1 KiB ahead had cost 25-40% in the L3. So the caller times
+ * both ways on a shape's first call from beyond L2 and keeps the faster (attnviz/native.py). */
+static inline __attribute__((always_inline)) void sum_rows_of(
+    const float *restrict x, const float *restrict w, float *restrict s, long rows, long h,
+    long cols, const int ahead) {
     if (cols % 16 == 0 && cols <= SHORT_COLUMNS && h % 16 == 0 && ((uintptr_t)x & 63) == 0) {
         short_rows_of(x, w, s, rows, h, cols); /* whole lines, few enough for registers */
         return;
@@ -257,6 +273,12 @@ static void sum_rows(const float *restrict x, const float *restrict w, float *re
                             *r2 = r1 + d / VL, *r3 = r2 + d / VL;
                 const float w0 = w[i], w1 = w[i + st], w2 = w[i + 2 * st], w3 = w[i + 3 * st];
                 for (long v = 0; v < n / VL; v += 2) {
+                    if (ahead) { /* each stripe's line PREFETCH_BYTES ahead (see PREFETCH) */
+                        __builtin_prefetch((const char *)(r0 + v) + PREFETCH_BYTES);
+                        __builtin_prefetch((const char *)(r1 + v) + PREFETCH_BYTES);
+                        __builtin_prefetch((const char *)(r2 + v) + PREFETCH_BYTES);
+                        __builtin_prefetch((const char *)(r3 + v) + PREFETCH_BYTES);
+                    }
                     const vecf a0 = (w0 * r0[v] + w1 * r1[v]) + (w2 * r2[v] + w3 * r3[v]);
                     const vecf a1 =
                         (w0 * r0[v + 1] + w1 * r1[v + 1]) + (w2 * r2[v + 1] + w3 * r3[v + 1]);
@@ -279,6 +301,15 @@ static void sum_rows(const float *restrict x, const float *restrict w, float *re
             for (long j = 0; j < n; j++) acc[j] += w0 * r[j];
         }
     }
+}
+
+/* sum_rows_of, with each stripe's lines asked for ahead (ahead = 1) or not: one copy each */
+static void sum_rows(const float *restrict x, const float *restrict w, float *restrict s,
+                     long rows, long h, long cols, int ahead) {
+    if (ahead)
+        sum_rows_of(x, w, s, rows, h, cols, 1);
+    else
+        sum_rows_of(x, w, s, rows, h, cols, 0);
 }
 
 /* s[0:cols] = sum over t < rows of w[t] * x[t*h : t*h + cols] (rows h numbers apart), TILE
@@ -362,11 +393,11 @@ int weighted_rows_realigns(void) {
 
 /* partial[s, k, :] = the weighted sum of piece k (of `split`, t_per rows each) of sentence s */
 static void sum_piece(const float *x, const float *w, float *partial, long s, long k, long t,
-                      long h, long t_per, long split) {
+                      long h, long t_per, long split, int ahead) {
     const long lo = k * t_per, hi = (lo + t_per < t) ? lo + t_per : t;
     float *dst = partial + (s * split + k) * h;
     if (lo < hi)
-        sum_rows(x + (s * t + lo) * h, w + s * t + lo, dst, hi - lo, h, h);
+        sum_rows(x + (s * t + lo) * h, w + s * t + lo, dst, hi - lo, h, h, ahead);
     else
         for (long j = 0; j < h; j++) dst[j] = 0.0f; /* an empty last piece */
 }
@@ -380,8 +411,8 @@ static void add_pieces(float *restrict o, const float *restrict p, long h, long 
 
 /* sentence s's pieces on `threads` threads, then their sum (the kernel's way without counts) */
 static void sum_pieces(const float *x, const float *w, float *out, float *partial, long s, long t,
-                       long h, long t_per, long split, int threads) {
-    FOR_UNITS(k, split, threads, sum_piece(x, w, partial, s, k, t, h, t_per, split););
+                       long h, long t_per, long split, int threads, int ahead) {
+    FOR_UNITS(k, split, threads, sum_piece(x, w, partial, s, k, t, h, t_per, split, ahead););
     add_pieces(out + s * h, partial + s * split * h, h, split);
 }
 
@@ -396,18 +427,22 @@ static void sum_pieces(const float *x, const float *w, float *out, float *partia
  *     in stripes: for rows off the 64-byte lines in L2 on several threads, where cutting a
  *     sentence's rows left pieces too short to stripe (1x250x777 on two threads, plain C: 0.67
  *     of the read limit with its rows cut in two, 0.90 with its columns). Not beyond L2: there
- *     half rows are short runs (0.63-0.65 from L3 against 0.94-0.97 with the rows cut). */
+ *     half rows are short runs (0.63-0.65 from L3 against 0.94-0.97 with the rows cut).
+ *   mode | PREFETCH: the stripes ask for their lines ahead (sum_rows_of); the sums are the same
+ *     to the bit either way. */
 void weighted_rows_f32(const float *x, const float *w, float *out, float *partial,
                        const long *shape) {
     const long b = shape[0], t = shape[1], h = shape[2], group = shape[3], split = shape[4];
     const int threads = (int)shape[5];
+    const long kind = shape[6] & ~(long)PREFETCH; /* 0 stripes, 1 tiles, 2 columns */
+    const int ahead = (shape[6] & PREFETCH) != 0;
     if (b <= 0 || h <= 0 || group <= 0 || split <= 0 || threads <= 0) return;
     if (t <= 0) {
         for (long i = 0; i < b * h; i++) out[i] = 0.0f;
         return;
     }
-    if (shape[6] == 1 || shape[6] == 2) { /* the threads share sentences by their columns */
-        const int tiles = shape[6] == 1;
+    if (kind == 1 || kind == 2) { /* the threads share sentences by their columns */
+        const int tiles = kind == 1;
         const long per = tiles ? (h / TILE + split - 1) / split * TILE /* columns per chunk */
                                : ((h + split - 1) / split + 15) / 16 * 16;
         const long n_units = (b + group - 1) / group * split;
@@ -421,7 +456,7 @@ void weighted_rows_f32(const float *x, const float *w, float *out, float *partia
                 if (tiles)
                     sum_rows_tiled(xs, w + s * t, out + s * h + c0, t, h, c1 - c0);
                 else
-                    sum_rows(xs, w + s * t, out + s * h + c0, t, h, c1 - c0);
+                    sum_rows(xs, w + s * t, out + s * h + c0, t, h, c1 - c0, ahead);
             }
         });
         return;
@@ -431,7 +466,7 @@ void weighted_rows_f32(const float *x, const float *w, float *out, float *partia
         FOR_UNITS(u, n_units, threads, {
             const long end = (u + 1) * group < b ? (u + 1) * group : b;
             for (long s = u * group; s < end; s++)
-                sum_rows(x + s * t * h, w + s * t, out + s * h, t, h, h);
+                sum_rows(x + s * t * h, w + s * t, out + s * h, t, h, h, ahead);
         });
         return;
     }
@@ -446,12 +481,13 @@ void weighted_rows_f32(const float *x, const float *w, float *out, float *partia
     long few[64] = {0};
     long *done = b <= 64 ? few : (long *)calloc((size_t)b, sizeof(long));
     if (done == NULL) { /* no memory for the counts: add after a barrier, as before */
-        for (long s = 0; s < b; s++) sum_pieces(x, w, out, partial, s, t, h, t_per, split, threads);
+        for (long s = 0; s < b; s++)
+            sum_pieces(x, w, out, partial, s, t, h, t_per, split, threads, ahead);
         return;
     }
     FOR_UNITS(u, b * split, threads, {
         const long s = u / split, k = u % split; /* sentence s, piece k */
-        sum_piece(x, w, partial, s, k, t, h, t_per, split);
+        sum_piece(x, w, partial, s, k, t, h, t_per, split, ahead);
         if (__atomic_add_fetch(&done[s], 1, __ATOMIC_ACQ_REL) == split)
             add_pieces(out + s * h, partial + s * split * h, h, split);
     });
@@ -460,14 +496,17 @@ void weighted_rows_f32(const float *x, const float *w, float *out, float *partia
 
 /* The machine's read limit, built and threaded like the kernel above: the sum of n numbers of x.
  *
- * Two ways, each the faster where the other is slower (mode, chosen by the caller as for the
- * kernel: ``read_plan`` in attnviz/native.py):
+ * Three ways, each the faster where the others are slower (mode, chosen by the caller as for the
+ * kernel: ``read_plan`` in attnviz/native_read.py; attnviz.bench times them all on x):
  *   mode 0 (read_block): READ_STREAMS parts of a unit side by side, as the kernel's stripes read
  *     rows (one stream alone leaves memory idle between the prefetcher's requests: measured, a
  *     single stream read 15-30% slower than the kernel from DRAM; four streams read as fast as
  *     eight, and the four stripes' kernel was up to 7% faster than eight streams);
  *   mode 1 (read_run): one stream, TILE numbers a step, as the kernel's tiles read a row: from
- *     the caches 3-8% faster than mode 0 (measured at 256 KiB-16 MiB on one thread).
+ *     the caches 3-8% faster than mode 0 (measured at 256 KiB-16 MiB on one thread);
+ *   mode 2 (read_block_ahead): mode 0 asking for each stream's lines ahead, as the kernel's
+ *     stripes may (sum_rows_of): where that makes the kernel faster, the read too, or the kernel
+ *     would seem to beat the machine's limit.
  * Each into vectors of running sums of their own (GCC/Clang vector types): each add waits on
  * none of the adds just before it, so the loop is bound by how fast the bytes arrive, not by the
  * latency of a chain of adds. Units of `unit` numbers go to the threads as they come free, as
@@ -476,11 +515,18 @@ void weighted_rows_f32(const float *x, const float *w, float *out, float *partia
  * compared.
  */
 #define READ_STREAMS 4
-static double read_block(const float *restrict x, long n) {
+static inline __attribute__((always_inline)) double read_block_of(const float *restrict x, long n,
+                                                                 const int ahead) {
     const long len = n / (READ_STREAMS * 2 * VL) * (2 * VL); /* numbers per stream */
     vecf a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, a4 = {0}, a5 = {0}, a6 = {0}, a7 = {0};
     for (long i = 0; i < len; i += 2 * VL) {
         const float *p = x + i;
+        if (ahead) { /* as the kernel's stripes ask for their lines (sum_rows_of) */
+            __builtin_prefetch((const char *)p + PREFETCH_BYTES);
+            __builtin_prefetch((const char *)(p + len) + PREFETCH_BYTES);
+            __builtin_prefetch((const char *)(p + 2 * len) + PREFETCH_BYTES);
+            __builtin_prefetch((const char *)(p + 3 * len) + PREFETCH_BYTES);
+        }
         a0 += *(const vecfu *)(p);
         a1 += *(const vecfu *)(p + VL);
         a2 += *(const vecfu *)(p + len);
@@ -495,6 +541,12 @@ static double read_block(const float *restrict x, long n) {
     for (long i = READ_STREAMS * len; i < n; i++) s += x[i];
     for (int j = 0; j < VL; j++) s += sum[j];
     return s;
+}
+
+static double read_block(const float *restrict x, long n) { return read_block_of(x, n, 0); }
+
+static double read_block_ahead(const float *restrict x, long n) {
+    return read_block_of(x, n, 1);
 }
 
 static double read_run(const float *restrict x, long n) {
@@ -512,7 +564,8 @@ static double read_run(const float *restrict x, long n) {
 
 double read_floats(const float *x, long n, long unit, int threads, int mode) {
     if (n <= 0 || unit <= 0 || threads <= 0) return 0.0;
-    double (*const read)(const float *restrict, long) = mode == 1 ? read_run : read_block;
+    double (*const read)(const float *restrict, long) =
+        mode == 1 ? read_run : mode == 2 ? read_block_ahead : read_block;
     const long n_units = (n + unit - 1) / unit;
     double total = 0.0;
     if (threads == 1) { /* no OpenMP region: see FOR_UNITS */
