@@ -482,11 +482,13 @@ def _limits() -> tuple[int, int, int]:
 
 
 def may_ask_ahead(b: int, t: int, h: int, threads: int) -> bool:
-    """Whether asking for lines ahead is worth timing for x of (B, T, H): summed in stripes two
-    vectors a step (rows of whole pairs of vectors, longer than the short rows kept in registers),
-    from beyond the threads' L2 (in L2 it only costs: the lines are there already)."""
+    """Whether asking for lines ahead is worth timing for x of (B, T, H): summed in stripes that
+    can (rows of whole pairs of vectors, longer than the short rows kept in registers, or rows off
+    the 64-byte lines read as whole lines), from beyond the threads' L2 (in L2 it only costs: the
+    lines are there already)."""
     lanes = _lanes()
-    if not lanes or h % (2 * lanes) or h <= _tile():
+    whole_pairs = lanes and h % (2 * lanes) == 0 and h > _tile()
+    if not (whole_pairs or (h % 16 and _realigns())):
         return False
     n = plan(b, t, h, threads)[0]
     return mode(b, t, h, threads) == STRIPES and not _in_l2(b * t * h, n)

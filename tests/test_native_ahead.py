@@ -54,12 +54,16 @@ class FakeKernel:
 # rows of whole pairs of vectors, past a tile: stripes two vectors a step, which may ask ahead;
 # T odd, B = 1, H past one block of 2048 running sums
 ASKING = [(3, 100, 320), (1, 403, 2048), (2, 45, 2080), (5, 61, 512)]
+# rows off the 64-byte lines, read as whole lines where the build realigns (AVX-512, GCC)
+REALIGNED = [(4, 60, 777), (1, 301, 1000), (2, 45, 2050)]
 
 
 @needs_kernel
-@pytest.mark.parametrize("shape", ASKING)
+@pytest.mark.parametrize("shape", [*ASKING, *REALIGNED])
 @pytest.mark.parametrize("threads", [1, 2])
 def test_a_shapes_first_call_from_beyond_l2_times_both_ways_once(past_l2, shape, threads):
+    if shape in REALIGNED and not native._realigns():
+        pytest.skip("this build reads rows off the lines by unaligned loads, which never ask ahead")
     x, w = random_inputs(*shape, seed=sum(shape))
     assert native.may_ask_ahead(*shape, threads)
     assert native.asks_ahead(*shape, threads) is None  # not timed yet
@@ -73,7 +77,7 @@ def test_a_shapes_first_call_from_beyond_l2_times_both_ways_once(past_l2, shape,
 
 
 @needs_kernel
-@pytest.mark.parametrize("shape", [*ASKING, (2, 45, 2064), (4, 60, 777), (3, 37, 128)])
+@pytest.mark.parametrize("shape", [*ASKING, *REALIGNED, (2, 45, 2064), (3, 37, 128)])
 def test_asking_ahead_gives_the_same_bits(past_l2, monkeypatch, shape):
     x, w = random_inputs(*shape, seed=sum(shape) + 1)
     sums = []
@@ -106,10 +110,12 @@ def test_the_decisions_kept_are_bounded(past_l2, monkeypatch):
 
 
 @needs_kernel
-@pytest.mark.parametrize("shape", [(4, 60, 777), (3, 37, 128), (2, 50, 24)])
+@pytest.mark.parametrize("shape", [(3, 37, 128), (2, 50, 48), (2, 40, 2064)])
 def test_rows_the_kernel_reads_otherwise_are_never_timed(past_l2, shape):
-    """Rows off the lines (read as whole lines and shifted), short rows (their sums in
-    registers) and rows of an odd number of vectors never ask ahead: nothing to time."""
+    """Short rows (their sums in registers) and rows of an odd number of vectors on the lines
+    never ask ahead: nothing to time."""
+    if shape[2] % (2 * native._lanes()) == 0 and shape[2] > native._tile():
+        pytest.skip("with these vectors the rows are whole pairs of them, past the short rows")
     x, w = random_inputs(*shape, seed=3)
     assert not native.may_ask_ahead(*shape, 1)
     native.weighted_rows(x, w, threads=1)

@@ -114,7 +114,7 @@ static inline __attribute__((always_inline)) vec16 mix(const vec16u *const *line
  * st steps of k_rows rows ds rows apart (ds a multiple of q), the steps rs rows apart */
 static inline __attribute__((always_inline)) void shared_steps(
     const float *restrict x, const float *restrict w, vec16 *restrict sums, long st, long rs,
-    long ds, int k_rows, long h, long n) {
+    long ds, int k_rows, long h, long n, const int ahead) {
     const long full = n / 16, rem = n - 16 * full; /* whole steps of 16, and what is left */
     ivec16 iota;
     for (int k = 0; k < 16; k++) iota[k] = k;
@@ -130,6 +130,9 @@ static inline __attribute__((always_inline)) void shared_steps(
         const ivec16 pick = iota + (int)m; /* 16 + .. picks from the second sum */
         vec16 lo = mix(line, u, 0, k_rows);
         for (long v = 0; v < full; v++) {
+            if (ahead) /* every line (every other one gained nothing here; see sum_rows_of) */
+                for (int k = 0; k < k_rows; k++)
+                    __builtin_prefetch((const char *)(line[k] + v) + PREFETCH_BYTES);
             const vec16 hi = mix(line, u, v + 1, k_rows);
             sums[v] += __builtin_shuffle(lo, hi, pick);
             lo = hi;
@@ -143,12 +146,16 @@ static inline __attribute__((always_inline)) void shared_steps(
 }
 
 static void steps_of(const float *restrict x, const float *restrict w, vec16 *restrict sums,
-                     long st, long rs, long ds, int k_rows, long h, long n) {
-    switch (k_rows) { /* one copy of the loop per k_rows, its adds unrolled */
-    case 4: shared_steps(x, w, sums, st, rs, ds, 4, h, n); break;
-    case 3: shared_steps(x, w, sums, st, rs, ds, 3, h, n); break;
-    case 2: shared_steps(x, w, sums, st, rs, ds, 2, h, n); break;
-    default: shared_steps(x, w, sums, st, rs, ds, 1, h, n);
+                     long st, long rs, long ds, int k_rows, long h, long n, int ahead) {
+    switch (k_rows * 2 + (ahead != 0)) { /* one copy of the loop per k_rows and way to load */
+    case 9: shared_steps(x, w, sums, st, rs, ds, 4, h, n, 1); break;
+    case 8: shared_steps(x, w, sums, st, rs, ds, 4, h, n, 0); break;
+    case 7: shared_steps(x, w, sums, st, rs, ds, 3, h, n, 1); break;
+    case 6: shared_steps(x, w, sums, st, rs, ds, 3, h, n, 0); break;
+    case 5: shared_steps(x, w, sums, st, rs, ds, 2, h, n, 1); break;
+    case 4: shared_steps(x, w, sums, st, rs, ds, 2, h, n, 0); break;
+    case 3: shared_steps(x, w, sums, st, rs, ds, 1, h, n, 1); break;
+    default: shared_steps(x, w, sums, st, rs, ds, 1, h, n, 0);
     }
 }
 
@@ -160,7 +167,7 @@ static void steps_of(const float *restrict x, const float *restrict w, vec16 *re
  * stripe at all, and on two threads in L2 it ran at 0.70 of the read limit. The running sums are
  * kept in an aligned buffer of their own. */
 static void rows_realigned(const float *restrict x, const float *restrict w,
-                           float *restrict acc, long rows, long h, long n) {
+                           float *restrict acc, long rows, long h, long n, int ahead) {
     vec16 sums[BLOCK_H / 16 + 1] __attribute__((aligned(64)));
     for (long v = 0; v <= n / 16; v++) sums[v] = (vec16){0};
     long q = 16; /* rows from one offset on the line to the same again */
@@ -175,7 +182,7 @@ static void rows_realigned(const float *restrict x, const float *restrict w,
     for (int k_rows = 4; k_rows >= 1; k_rows--) { /* steps i0 .. len[k_rows-1]-1: k_rows rows */
         const long i1 = len[k_rows - 1];
         if (i1 > i0) {
-            steps_of(x + i0 * h, w + i0, sums, i1 - i0, 1, st, k_rows, h, n);
+            steps_of(x + i0 * h, w + i0, sums, i1 - i0, 1, st, k_rows, h, n, ahead);
             i0 = i1;
         }
     }
@@ -237,13 +244,15 @@ static void short_rows_of(const float *restrict x, const float *restrict w, floa
  * 0.76-0.85 on two, four 0.93-1.0 and 0.87-0.96 (8-16 MiB, plain C), and from DRAM as fast.
  * The last rows % 4 rows follow one at a time.
  *
- * ahead = 1: each step also asks for each stripe's line PREFETCH_BYTES further on (rows on the
- * lines, two vectors a step; rows off the lines gained nothing from it, H = 777 and 1000 from
- * DRAM, and short rows are at the read limit without it). On an Intel Xeon (Emerald Rapids) from DRAM the hardware alone kept
- * too few lines in flight: one thread, 1 GiB, plain C, 0.91-0.94 of the read limit, asking ahead
- * 0.97-1.0 (512 B to 2 KiB ahead alike), in the L3 the same (0.98-1.0), in L2 0.83-0.85 against
- * 0.92. On an AMD EPYC (Zen 4) asking 1 KiB ahead had cost 25-40% in the L3. So the caller times
- * both ways on a shape's first call from beyond L2 and keeps the faster (attnviz/native.py). */
+ * ahead = 1: each step also asks for each stripe's line PREFETCH_BYTES further on. On an Intel
+ * Xeon (Emerald Rapids) from DRAM the hardware alone kept too few lines in flight: one thread,
+ * 1 GiB, plain C, 0.91-0.94 of the read limit, asking ahead 0.97-1.0 (512 B to 2 KiB ahead
+ * alike), in the L3 the same (0.98-1.0), in L2 0.83-0.85 against 0.92. Rows on the lines (two
+ * vectors a step) ask for every other line; rows off the lines (rows_realigned) for every line,
+ * as every other one gained nothing there (H = 777 from DRAM: 0.93, every line 0.98). Short rows
+ * are at the read limit without it. On an AMD EPYC (Zen 4) asking 1 KiB ahead had cost 25-40% in
+ * the L3. So the caller times both ways on a shape's first call from beyond L2 and keeps the
+ * faster (attnviz/native.py). */
 static inline __attribute__((always_inline)) void sum_rows_of(
     const float *restrict x, const float *restrict w, float *restrict s, long rows, long h,
     long cols, const int ahead) {
@@ -259,7 +268,7 @@ static inline __attribute__((always_inline)) void sum_rows_of(
         for (long j = 0; j < n; j++) acc[j] = 0.0f;
 #ifdef ALIGNED_STEPS
         if (h % 16 != 0 || ((uintptr_t)(x + j0) & 63) != 0) { /* rows off 64-byte lines */
-            rows_realigned(x + j0, w, acc, rows, h, n);
+            rows_realigned(x + j0, w, acc, rows, h, n, ahead);
             continue;
         }
 #endif
@@ -521,12 +530,10 @@ static inline __attribute__((always_inline)) double read_block_of(const float *r
     vecf a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, a4 = {0}, a5 = {0}, a6 = {0}, a7 = {0};
     for (long i = 0; i < len; i += 2 * VL) {
         const float *p = x + i;
-        if (ahead) { /* as the kernel's stripes ask for their lines (sum_rows_of) */
-            __builtin_prefetch((const char *)p + PREFETCH_BYTES);
-            __builtin_prefetch((const char *)(p + len) + PREFETCH_BYTES);
-            __builtin_prefetch((const char *)(p + 2 * len) + PREFETCH_BYTES);
-            __builtin_prefetch((const char *)(p + 3 * len) + PREFETCH_BYTES);
-        }
+        if (ahead) /* every line, as the kernel's stripes ask at most (sum_rows_of) */
+            for (int k = 0; k < READ_STREAMS; k++)
+                for (int v = 0; v < 2; v++)
+                    __builtin_prefetch((const char *)(p + k * len + v * VL) + PREFETCH_BYTES);
         a0 += *(const vecfu *)(p);
         a1 += *(const vecfu *)(p + VL);
         a2 += *(const vecfu *)(p + len);
