@@ -30,8 +30,10 @@ speed of a plain read, and never writes a (B, T, H) temporary (the one-liner doe
   from 1 MiB on, 0.89 at 512 KiB, where returning a new tensor costs ~0.5 µs of a 3.8 µs call
   (rows off the 64-byte lines in L2: 0.76-0.83). On an AVX2 host (eighth round, medians of five
   runs): 0.95-0.99 from DRAM, 0.85-0.97 in L3 (two threads splitting a sentence: 0.85), and in
-  L2 0.78-0.86 on one thread, 0.69-0.85 on two. The outputs come from blocks kept for the next
-  call (``native_op``). Without a C compiler,
+  L2 0.78-0.86 on one thread, 0.69-0.85 on two. On an Intel Xeon (ninth round, medians of five
+  runs; from beyond L2 the stripes ask for their lines ahead where a shape's first call timed
+  that faster): 0.95-1.01 from DRAM and the L3, in L2 0.85-0.91 (rows off the lines 0.68-0.84).
+  The outputs come from blocks kept for the next call (``native_op``). Without a C compiler,
   for the other dtypes and for inputs that need gradients, the same row sum runs through PyTorch's
   embedding-bag kernel (``weighted_sum_rows``, ``F.embedding_bag(..., per_sample_weights=w)``,
   sentences cut into chunks when B is small), which has a backward and is somewhat slower.

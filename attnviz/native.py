@@ -14,11 +14,16 @@ into running sums in L1, threads taking units of work as they come free.
 
 The same library holds the read limit (``attnviz.native_read``): a plain read of x in C, built
 with the same flags, run on the same threads and cut the same way, into independent vector sums,
-so that it is bound by memory and not by a chain of adds: in one stream or in four side by side
-(``read_mode`` guesses one where x fits in the last-level cache; ``attnviz.bench`` times both on
-x and keeps the faster, ``native_op.fastest_reader``: near the cache's size four were the
-faster). The benchmark times it as the floor that every method is compared with. (``x.sum()`` is
-no floor: on an Intel Xeon we measured bmm and the kernel 20% faster than it.)
+so that it is bound by memory and not by a chain of adds: in one stream, in four side by side, or
+in four that ask for their lines ahead as the kernel's stripes may (``read_mode`` guesses one
+stream where x fits in the last-level cache; ``attnviz.bench`` times all three on x and keeps
+the fastest, ``native_op.fastest_reader``: near the cache's size four were the faster). The
+benchmark times it as the floor that every method is compared with. (``x.sum()`` is no floor: on
+an Intel Xeon we measured bmm and the kernel 20% faster than it.)
+
+From beyond L2 the stripes may ask for each stripe's lines a little ahead of the loads
+(``PREFETCH``): on some CPUs that keeps more of memory's lines in flight, on others it costs, so a
+shape's first call times both ways and keeps the faster (``asks_ahead``).
 
 - Build: ``cc -O3 -march=native -std=c99 -fopenmp -shared -fPIC`` (``$CC`` if set, else cc, gcc
   or clang), about 0.2 s, once per machine: the library is cached under ``$ATTNVIZ_CACHE_DIR`` or

@@ -16,7 +16,7 @@ speed at small sizes as well.
 - Outputs come from blocks of memory kept for the next call (``kept_blocks``): a dropped output's
   block, given back by its storage when nothing reads it any more, is the next output of its size
   (at most 8 blocks of at most 256 KiB). A fresh one from the CPU allocator cost 0.26-0.33 µs more a
-  call in L2 (benchmarks/RESULTS.md, sixth round).
+  call in L2 (benchmarks/RESULTS-cpu-history.md, sixth round).
 - Plans stay in Python (``native.plan``, one source of truth): the operator answers None for a
   shape it has no plan for, fused then takes the ctypes path, and ``learn`` hands that shape's
   plan over (``set_plan``). It also answers None wherever the kernel does not apply (not

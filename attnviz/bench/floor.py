@@ -3,7 +3,7 @@
 Every method must read x once, so none can beat a plain read of the same bytes on the same
 threads; ``measure`` times the floor in the same rounds and flags a method that does (then the
 floor is wrong, not the method). On the CPU, for contiguous float32 x, the floor is our C read
-loop (``attnviz.native``, the faster of its two ways of reading, timed on x); elsewhere (CUDA,
+loop (``attnviz.native``, the fastest of its three ways of reading, timed on x); elsewhere (CUDA,
 MPS, other dtypes) the faster of PyTorch's plain reads, timed on x.
 """
 
