@@ -9,7 +9,7 @@ import torch
 from torch.testing import assert_close
 
 import attnviz
-from attnviz import native, native_read
+from attnviz import fused, native, native_read
 
 needs_kernel = pytest.mark.skipif(
     not native.available(), reason=f"no C kernel here: {native.build().detail}"
@@ -144,3 +144,16 @@ def test_the_read_that_asks_ahead_reads_every_number_once(n):
     for threads in (1, 2):
         read = native_read.reader(x, threads=threads, mode=native_read.READ_AHEAD)
         assert read(x) == float(x.double().sum())
+
+
+@needs_kernel
+@pytest.mark.parametrize("ahead", [True, False])
+def test_the_benchmarks_reason_says_whether_the_kernel_asks_ahead(past_l2, monkeypatch, ahead):
+    x, w = random_inputs(3, 100, 320, seed=4)
+    fake, clock = FakeKernel(slow_ahead=not ahead), time.perf_counter
+    monkeypatch.setattr(time, "perf_counter", lambda: fake.clock)
+    native._time_ahead(fake, (0, 0, 0, 0), 3, 100, 320, torch.get_num_threads())
+    monkeypatch.setattr(time, "perf_counter", clock)
+    reason = fused.fused_reason(x, w)
+    assert reason.startswith("one pass over x")
+    assert ("asks for x's lines ahead" in reason) is ahead
