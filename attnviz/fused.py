@@ -183,10 +183,11 @@ def fused_reason(x: Tensor, w: Tensor) -> str:
     if path == "embedding-bag row sum":
         return f"no C kernel for this input ({_no_kernel(x)})"
     reason = "one pass over x, no (B, T, H) temporary, and a call with less fixed cost than bmm's"
-    if x.dim() == 3 and native.asks_ahead(*x.shape, torch.get_num_threads()):
-        reason += (
-            "; it asks for x's lines ahead of its loads, which its first call timed faster here"
-        )
+    threads = torch.get_num_threads()
+    ahead = native.asks_ahead(*x.shape, threads) if x.dim() == 3 else None
+    if ahead is not None and native.may_ask_ahead(*x.shape, threads):  # timed: which way won
+        kept = "asking for x's lines ahead of its loads" if ahead else "plain loads"
+        reason += f"; its first call timed two ways of loading x here and kept the faster, {kept}"
     return reason
 
 
