@@ -99,7 +99,7 @@ L2_SHARE = 1
 # Where x comes from beyond L2 that is timed on the first call of each shape (``_time_ahead``):
 # on an Intel Xeon (Emerald Rapids, 2026-12-05) it took the kernel from 0.81-0.95 of the read
 # limit from DRAM to 0.97-1.01 on one and two threads, and changed nothing in the L3; in L2 it
-# cost 15% (plain C), and on an AMD EPYC (Zen 4) in the L3 it had cost 25-40% (2026-12-03).
+# cost 8-10% (plain C), and on an AMD EPYC (Zen 4) in the L3 it had cost 25-40% (2026-12-03).
 PREFETCH = 4
 AHEAD_TRIES = 2  # timings of each way on a shape's first call: the faster best is kept
 MAX_AHEAD_SHAPES = 1024  # a visitor trying every shape fills it; it is then emptied

@@ -48,7 +48,7 @@ def _read_plan(n: int, threads: int, min_numel: int, max_unit: int):
     if used == 1:
         return 1, max(1, n)
     units = used * math.ceil(n / (used * max_unit))  # in the last-level cache: equal units
-    unit = -(-math.ceil(n / units) // 256) * 256  # whole KiB: no unit starts inside a line
+    unit = min(max_unit, -(-math.ceil(n / units) // 256) * 256)  # whole KiB: from a line's start
     return min(used, math.ceil(n / unit)), unit
 
 
