@@ -248,7 +248,8 @@ static void short_rows_of(const float *restrict x, const float *restrict w, floa
  * Xeon (Emerald Rapids) from DRAM the hardware alone kept too few lines in flight: one thread,
  * 1 GiB, plain C, 0.91-0.94 of the read limit, asking ahead 0.97-1.0 (512 B to 2 KiB ahead
  * alike), in the L3 the same (0.98-1.0), in L2 0.83-0.85 against 0.92. Rows on the lines (two
- * vectors a step) ask for every other line; rows off the lines (rows_realigned) for every line,
+ * vectors a step) ask for one line a step per stripe (every other line with AVX-512's 64-byte
+ * vectors, every line with AVX's 32); rows off the lines (rows_realigned) for every line,
  * as every other one gained nothing there (H = 777 from DRAM: 0.93, every line 0.98). Short rows
  * are at the read limit without it. On an AMD EPYC (Zen 4) asking 1 KiB ahead had cost 25-40% in
  * the L3. So the caller times both ways on a shape's first call from beyond L2 and keeps the
