@@ -71,6 +71,9 @@ from torch import Tensor
 from attnviz.errors import AttnvizError
 
 SOURCE = Path(__file__).with_name("csrc") / "weighted_rows.c"
+# compiled into one library: the kernel, the read limit built as it is, and what they share
+SOURCES = (SOURCE, SOURCE.with_name("read_floats.c"))
+BUILT_FROM = (*SOURCES, SOURCE.with_name("vectors.h"))  # what the cached library's name hashes
 ABI = 8  # weighted_rows_abi() in the source
 FLAGS = ("-O3", "-std=c99", "-ffp-contract=fast", "-fopenmp", "-shared", "-fPIC")
 # tried first; dropped if the compiler refuses them. GCC's unroll-and-jam would multiply the
@@ -178,7 +181,7 @@ def _first_line(cmd: list[str]) -> str:
 
 
 def _compile(cc: list[str], flags: tuple[str, ...], dest: Path) -> str:
-    """Compile SOURCE to ``dest`` atomically; '' on success, else the compiler's complaint."""
+    """Compile SOURCES to ``dest`` atomically; '' on success, else the compiler's complaint."""
     try:
         fd, tmp = tempfile.mkstemp(prefix=dest.stem + ".", suffix=".tmp", dir=dest.parent)
     except OSError as e:
@@ -186,7 +189,7 @@ def _compile(cc: list[str], flags: tuple[str, ...], dest: Path) -> str:
     os.close(fd)
     try:
         done = subprocess.run(
-            [*cc, *flags, str(SOURCE), "-o", tmp],
+            [*cc, *flags, *map(str, SOURCES), "-o", tmp],
             capture_output=True,
             text=True,
             timeout=COMPILE_TIMEOUT_S,
@@ -244,7 +247,7 @@ def _build_once() -> tuple[Build, ctypes.CDLL | None]:
             b"\0".join(
                 s.encode()
                 for s in (
-                    SOURCE.read_text(encoding="utf-8"),
+                    *(path.read_text(encoding="utf-8") for path in BUILT_FROM),
                     shlex.join(cc),
                     version,
                     " ".join(FLAGS + NATIVE_FLAGS),
@@ -423,10 +426,15 @@ def mode(b: int, t: int, h: int, threads: int) -> int:
     stripes in L2 too: 0.91 of the read limit there against tiles' 0.75 (3x61x777, one thread);
     on several threads the stripes of each thread's own columns (COLUMNS, cut as tiles are), as
     the rows of a sentence cut into pieces left stripes too short (1x250x777 on two threads: 0.67
-    of the read limit, 0.90 by columns)."""
+    of the read limit, 0.90 by columns).
+    Rows shorter than a tile, on the lines, are TILES too where a thread sums whole sentences:
+    each row in turn as one run of vectors, the sums in registers (``short_run``; 16x128x128 in
+    L2, one thread, plain C: 0.91 of the read limit, their four stripes 0.90)."""
     n = plan(b, t, h, threads)[0]
     tile = _tile()
-    if not tile or not _in_l2(b * t * h, n) or tile_plan(b, n)[1] > h // tile:
+    # rows shorter than a tile, on the lines: one run of vectors a row, in registers (short_run)
+    tiles = max(h // tile, 1 if h % 16 == 0 else 0) if tile else 0
+    if not tile or not _in_l2(b * t * h, n) or tile_plan(b, n)[1] > tiles:
         return STRIPES
     if _lanes() < 16:  # tiles' 8 sums in registers: 0.68-0.80 of the read limit in L2
         return STRIPES

@@ -1,4 +1,4 @@
-"""The machine's read limit: the C read loop of ``csrc/weighted_rows.c`` (``read_floats``), built
+"""The machine's read limit: the C read loop of ``csrc/read_floats.c``, built
 and threaded like the fused kernel (``attnviz.native``), which ``attnviz.bench`` times as the floor.
 
 ``read_mode`` guesses one stream where x fits in the last-level cache (3-8% faster there,

@@ -530,7 +530,11 @@ def test_rows_are_summed_in_tiles_in_l2_and_in_stripes_beyond(monkeypatch):
     assert native.mode(4, 64, 1024, 1) == native.TILES  # 1 MiB, one thread
     assert native.mode(4, 64, 1024, 2) == native.TILES
     assert native.mode(48, 512, 1024, 2) == native.STRIPES  # 96 MiB
-    assert native.mode(64, 64, tile - 1, 1) == native.STRIPES  # no whole tile in a row
+    assert native.mode(64, 64, tile - 1, 1) == native.STRIPES  # no whole tile in a row ...
+    assert native.mode(16, 128, 128, 1) == native.TILES  # ... short rows on the lines: one run
+    assert native.mode(16, 128, 128, 2) == native.TILES  # ... of whole sentences a thread
+    assert native.mode(1, 1024, 128, 2) == native.STRIPES  # ... one sentence: its rows cut
+    assert native.mode(16, 128, 100, 1) == native.STRIPES  # ... off the lines
     # rows off the 64-byte lines: stripes read them as whole lines, faster than tiles in L2 too
     assert native.mode(3, 61, 777, 1) == (native.STRIPES if native._realigns() else native.TILES)
     # ... and on several threads each thread's own columns, in stripes

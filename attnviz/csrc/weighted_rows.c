@@ -31,6 +31,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "vectors.h"
+
 #ifndef BLOCK_H
 #define BLOCK_H 2048 /* 8 KiB of running sums */
 #endif
@@ -38,9 +40,6 @@
 /* shape[6] (the mode) | PREFETCH: stripes ask for each stripe's lines PREFETCH_BYTES ahead of
  * the loads (attnviz/native.py decides where, by timing; see sum_rows_of) */
 #define PREFETCH 4
-#ifndef PREFETCH_BYTES
-#define PREFETCH_BYTES 1024
-#endif
 
 /* for (long u = 0; u < n; u++) { body }: on `threads` OpenMP threads (a variable of that name
  * in scope), which take units one at a time as they come free (schedule(dynamic)), or with one
@@ -56,31 +55,6 @@
             for (long u = 0; u < n_units_; u++) { __VA_ARGS__ }                                    \
         }                                                                                          \
     } while (0)
-
-/* VL floats as one value, one register of the widest vectors the CPU has (GCC and Clang vector
- * types): 16 with AVX-512, 8 with AVX, 4 with SSE or NEON. Never wider than the registers: a
- * 64-byte vector type without AVX-512 has no register to live in, and GCC 12 kept every such
- * value in memory (AVX2: each add went through the stack; the read loop ran at 12 GB/s in L2
- * against x.sum()'s 50, the kernel at 19). vecf: running sums and computed values; vecfu: the
- * same through a pointer into x or the output, aligned(4) and may_alias, so it reads any float. */
-#if defined(__AVX512F__)
-#define VL 16
-#elif defined(__AVX__)
-#define VL 8
-#else
-#define VL 4
-#endif
-typedef float vecf __attribute__((vector_size(4 * VL)));
-typedef float vecfu __attribute__((vector_size(4 * VL), aligned(4), may_alias));
-
-/* vecf running sums per tile: as many as the registers hold with room to spare (32 vector
- * registers with AVX-512, 16 with AVX or SSE) */
-#if VL == 16
-#define TILE_VECS 16
-#else
-#define TILE_VECS 8
-#endif
-#define TILE (VL * TILE_VECS) /* columns per tile */
 
 #if defined(__AVX512F__) && defined(__GNUC__) && !defined(__clang__)
 #define ALIGNED_STEPS 1
@@ -195,34 +169,62 @@ static void rows_realigned(const float *restrict x, const float *restrict w,
  * in registers: the same four stripes read side by side, and nothing else loaded or stored (in
  * sum_rows the sums are in memory, a load and a store of them per four rows: for rows of 128
  * numbers, 8 vectors a step, that cost 0.79-0.86 of the read limit in L2). nv is a constant in
- * each copy (short_rows_of), so the compiler keeps a[] in registers. */
+ * each copy (short_rows_of), and every loop over it unrolled (EACH_VEC), so a[] lives in
+ * registers only: left as loops, GCC 12 zeroed a[] on the stack (rep stos), stored the sums
+ * there and copied them out, ~20 ns a sentence (in L2, one thread, plain C, short_run: 16x128x128
+ * 0.885 of the read limit with them, 0.91 without; 64x32x128 0.76-0.78 and 0.87). */
 #define SHORT_COLUMNS (VL * TILE_VECS)
+#define EACH_VEC(k, nv) _Pragma("GCC unroll 16") for (int k = 0; k < (nv); k++)
 static inline __attribute__((always_inline)) void short_rows(const float *restrict x,
                                                             const float *restrict w,
                                                             float *restrict s, long rows, long h,
                                                             const int nv) {
     const long st = rows / 4, d = st * h;
     vecf a[TILE_VECS];
-    for (int k = 0; k < nv; k++) a[k] = (vecf){0};
+    EACH_VEC(k, nv) a[k] = (vecf){0};
     for (long i = 0; i < st; i++) {
         const float *r0 = x + i * h, *r1 = r0 + d, *r2 = r1 + d, *r3 = r2 + d;
         const float w0 = w[i], w1 = w[i + st], w2 = w[i + 2 * st], w3 = w[i + 3 * st];
-        for (int k = 0; k < nv; k++)
+        EACH_VEC(k, nv)
             a[k] += (w0 * *(const vecfu *)(r0 + VL * k) + w1 * *(const vecfu *)(r1 + VL * k)) +
                     (w2 * *(const vecfu *)(r2 + VL * k) + w3 * *(const vecfu *)(r3 + VL * k));
     }
     for (long t = 4 * st; t < rows; t++) {
         const float *r = x + t * h;
-        for (int k = 0; k < nv; k++) a[k] += w[t] * *(const vecfu *)(r + VL * k);
+        EACH_VEC(k, nv) a[k] += w[t] * *(const vecfu *)(r + VL * k);
     }
-    for (int k = 0; k < nv; k++) *(vecfu *)(s + VL * k) = a[k];
+    EACH_VEC(k, nv) *(vecfu *)(s + VL * k) = a[k];
 }
 
+/* short_run(..., nv): the same rows one after another, one add of each row into each sum: in
+ * L2 (mode 1, tiles; and a tile's last columns) x is then read as one stream, and nothing waits
+ * on more than one add per row. 16x128x128 in L2, one thread, plain C, in the same processes:
+ * 0.91 of the read limit, short_rows 0.90 (4x64x384: 0.91, the stripes 0.86); from beyond L2
+ * the four stripes keep memory busier. */
+static inline __attribute__((always_inline)) void short_run(const float *restrict x,
+                                                           const float *restrict w,
+                                                           float *restrict s, long rows, long h,
+                                                           const int nv) {
+    vecf a[TILE_VECS];
+    EACH_VEC(k, nv) a[k] = (vecf){0};
+    for (long t = 0; t < rows; t++) {
+        const float *r = x + t * h, u = w[t];
+        EACH_VEC(k, nv) a[k] += u * *(const vecfu *)(r + VL * k);
+    }
+    EACH_VEC(k, nv) *(vecfu *)(s + VL * k) = a[k];
+}
+
+/* short_rows (one_run = 0) or short_run (1), one copy per number of vectors */
 static void short_rows_of(const float *restrict x, const float *restrict w, float *restrict s,
-                          long rows, long h, long cols) {
-    switch (cols / VL) { /* one copy per number of vectors */
+                          long rows, long h, long cols, int one_run) {
+    switch (cols / VL) {
 #define SHORT_CASE(n)                                                                              \
-    case n: short_rows(x, w, s, rows, h, n); break;
+    case n:                                                                                        \
+        if (one_run)                                                                               \
+            short_run(x, w, s, rows, h, n);                                                        \
+        else                                                                                       \
+            short_rows(x, w, s, rows, h, n);                                                       \
+        break;
         SHORT_CASE(1) SHORT_CASE(2) SHORT_CASE(3) SHORT_CASE(4) SHORT_CASE(5) SHORT_CASE(6)
         SHORT_CASE(7) SHORT_CASE(8)
 #if TILE_VECS > 8
@@ -237,7 +239,7 @@ static void short_rows_of(const float *restrict x, const float *restrict w, floa
  *
  * The rows are read as four stripes side by side: stripe k is rows k*st .. k*st + st-1 (st =
  * rows / 4), and each step adds row i of every stripe, so x is read as four sequential streams
- * far apart, as the read limit (read_floats below) reads it. Neighbouring rows read side by
+ * far apart, as the read limit (read_floats.c) reads it. Neighbouring rows read side by
  * side instead made short streams that restart on every step: measured, 0.63-0.87 of the read
  * limit from DRAM on one thread (0.64 with H = 777) against 0.95-1.06 as stripes. Four stripes,
  * not eight: in the last-level cache eight were 0.81-0.89 of a one-stream read on one thread,
@@ -258,7 +260,7 @@ static inline __attribute__((always_inline)) void sum_rows_of(
     const float *restrict x, const float *restrict w, float *restrict s, long rows, long h,
     long cols, const int ahead) {
     if (cols % 16 == 0 && cols <= SHORT_COLUMNS && h % 16 == 0 && ((uintptr_t)x & 63) == 0) {
-        short_rows_of(x, w, s, rows, h, cols); /* whole lines, few enough for registers */
+        short_rows_of(x, w, s, rows, h, cols, 0); /* whole lines, few enough for registers */
         return;
     }
     const long st = rows / 4; /* rows per stripe */
@@ -344,6 +346,10 @@ static void sum_rows_tiled(const float *restrict x, const float *restrict w, flo
             for (int k = 0; k < TILE_VECS; k++) a[k] += u * *(const vecfu *)(p + VL * k);
         }
         for (int k = 0; k < TILE_VECS; k++) *(vecfu *)(s + j0 + VL * k) = a[k];
+    }
+    if (j0 < cols && (cols - j0) % VL == 0 && h % VL == 0 && ((uintptr_t)(x + j0) & 63) == 0) {
+        short_rows_of(x + j0, w, s + j0, rows, h, cols - j0, 1); /* whole lines, in registers */
+        return;
     }
 #ifdef ALIGNED_STEPS
     if (j0 < cols) { /* the last columns (fewer than a tile), in registers too */
@@ -502,91 +508,6 @@ void weighted_rows_f32(const float *x, const float *w, float *out, float *partia
             add_pieces(out + s * h, partial + s * split * h, h, split);
     });
     if (done != few) free(done);
-}
-
-/* The machine's read limit, built and threaded like the kernel above: the sum of n numbers of x.
- *
- * Three ways, each the faster where the others are slower (mode, chosen by the caller as for the
- * kernel: ``read_plan`` in attnviz/native_read.py; attnviz.bench times them all on x):
- *   mode 0 (read_block): READ_STREAMS parts of a unit side by side, as the kernel's stripes read
- *     rows (one stream alone leaves memory idle between the prefetcher's requests: measured, a
- *     single stream read 15-30% slower than the kernel from DRAM; four streams read as fast as
- *     eight, and the four stripes' kernel was up to 7% faster than eight streams);
- *   mode 1 (read_run): one stream, TILE numbers a step, as the kernel's tiles read a row: from
- *     the caches 3-8% faster than mode 0 (measured at 256 KiB-16 MiB on one thread);
- *   mode 2 (read_block_ahead): mode 0 asking for each stream's lines ahead, as the kernel's
- *     stripes may (sum_rows_of): where that makes the kernel faster, the read too, or the kernel
- *     would seem to beat the machine's limit.
- * Each into vectors of running sums of their own (GCC/Clang vector types): each add waits on
- * none of the adds just before it, so the loop is bound by how fast the bytes arrive, not by the
- * latency of a chain of adds. Units of `unit` numbers go to the threads as they come free, as
- * in weighted_rows_f32. The result (a double, summed over units in order of completion) is
- * returned so that the compiler cannot drop the reads; its last bits are not meant to be
- * compared.
- */
-#define READ_STREAMS 4
-static inline __attribute__((always_inline)) double read_block_of(const float *restrict x, long n,
-                                                                 const int ahead) {
-    const long len = n / (READ_STREAMS * 2 * VL) * (2 * VL); /* numbers per stream */
-    vecf a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, a4 = {0}, a5 = {0}, a6 = {0}, a7 = {0};
-    for (long i = 0; i < len; i += 2 * VL) {
-        const float *p = x + i;
-        if (ahead) /* every line, as the kernel's stripes ask at most (sum_rows_of) */
-            for (int k = 0; k < READ_STREAMS; k++)
-                for (int v = 0; v < 2; v++)
-                    __builtin_prefetch((const char *)(p + k * len + v * VL) + PREFETCH_BYTES);
-        a0 += *(const vecfu *)(p);
-        a1 += *(const vecfu *)(p + VL);
-        a2 += *(const vecfu *)(p + len);
-        a3 += *(const vecfu *)(p + len + VL);
-        a4 += *(const vecfu *)(p + 2 * len);
-        a5 += *(const vecfu *)(p + 2 * len + VL);
-        a6 += *(const vecfu *)(p + 3 * len);
-        a7 += *(const vecfu *)(p + 3 * len + VL);
-    }
-    const vecf sum = ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7));
-    double s = 0.0;
-    for (long i = READ_STREAMS * len; i < n; i++) s += x[i];
-    for (int j = 0; j < VL; j++) s += sum[j];
-    return s;
-}
-
-static double read_block(const float *restrict x, long n) { return read_block_of(x, n, 0); }
-
-static double read_block_ahead(const float *restrict x, long n) {
-    return read_block_of(x, n, 1);
-}
-
-static double read_run(const float *restrict x, long n) {
-    vecf a[TILE_VECS];
-    for (int k = 0; k < TILE_VECS; k++) a[k] = (vecf){0};
-    long i = 0;
-    for (; i + TILE <= n; i += TILE)
-        for (int k = 0; k < TILE_VECS; k++) a[k] += *(const vecfu *)(x + i + VL * k);
-    double s = 0.0;
-    for (; i < n; i++) s += x[i];
-    for (int k = 1; k < TILE_VECS; k++) a[0] += a[k];
-    for (int j = 0; j < VL; j++) s += a[0][j];
-    return s;
-}
-
-double read_floats(const float *x, long n, long unit, int threads, int mode) {
-    if (n <= 0 || unit <= 0 || threads <= 0) return 0.0;
-    double (*const read)(const float *restrict, long) =
-        mode == 1 ? read_run : mode == 2 ? read_block_ahead : read_block;
-    const long n_units = (n + unit - 1) / unit;
-    double total = 0.0;
-    if (threads == 1) { /* no OpenMP region: see FOR_UNITS */
-        for (long lo = 0; lo < n; lo += unit)
-            total += read(x + lo, (n - lo < unit) ? n - lo : unit);
-        return total;
-    }
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) reduction(+ : total)
-    for (long u = 0; u < n_units; u++) {
-        const long lo = u * unit, len = (n - lo < unit) ? n - lo : unit;
-        total += read(x + lo, len);
-    }
-    return total;
 }
 
 /* The version of this interface, checked on load: bump it when a signature changes. */
