@@ -74,12 +74,13 @@ typedef int ivec16 __attribute__((vector_size(64)));
  * they come, and the sum shifted into place once, by one permute of two neighbouring sums
  * (GCC's __builtin_shuffle: vpermt2ps). An earlier version permuted each row's lines before
  * adding them, four permutes for every one here: from L3 on two threads, 3x1001x777, 0.83-0.86
- * of the read limit, and 0.89-0.91 with one permute (plain C, then in the benchmark). */
+ * of the read limit, and 0.89-0.91 with one permute (plain C, then in the benchmark). The K
+ * lines are added one after another (a multiply, then K - 1 fused multiply-adds): as two pairs
+ * added (five operations for four lines, against four) in L2 it was 0-4% slower (one and two
+ * threads, H = 777 and 333, paired in one process). */
 static inline __attribute__((always_inline)) vec16 mix(const vec16u *const *line, const float *u,
                                                       long v, int k_rows) {
     vec16 a = u[0] * line[0][v];
-    if (k_rows == 4)
-        return (a + u[1] * line[1][v]) + (u[2] * line[2][v] + u[3] * line[3][v]);
     for (int k = 1; k < k_rows; k++) a += u[k] * line[k][v];
     return a;
 }
