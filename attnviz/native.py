@@ -71,8 +71,7 @@ from torch import Tensor
 from attnviz.errors import AttnvizError
 
 SOURCE = Path(__file__).with_name("csrc") / "weighted_rows.c"
-# compiled into one library: the kernel, the read limit built as it is, and what they share
-SOURCES = (SOURCE, SOURCE.with_name("read_floats.c"))
+SOURCES = (SOURCE, SOURCE.with_name("read_floats.c"))  # one library: the kernel, the read limit
 BUILT_FROM = (*SOURCES, SOURCE.with_name("vectors.h"))  # what the cached library's name hashes
 ABI = 8  # weighted_rows_abi() in the source
 FLAGS = ("-O3", "-std=c99", "-ffp-contract=fast", "-fopenmp", "-shared", "-fPIC")
@@ -427,13 +426,11 @@ def mode(b: int, t: int, h: int, threads: int) -> int:
     on several threads the stripes of each thread's own columns (COLUMNS, cut as tiles are), as
     the rows of a sentence cut into pieces left stripes too short (1x250x777 on two threads: 0.67
     of the read limit, 0.90 by columns).
-    Rows shorter than a tile, on the lines, are TILES too where a thread sums whole sentences:
-    each row in turn as one run of vectors, the sums in registers (``short_run``; 16x128x128 in
-    L2, one thread, plain C: 0.91 of the read limit, their four stripes 0.90)."""
+    Rows shorter than a tile, on the lines, are TILES where a thread sums whole sentences: each row
+    in turn as one run, the sums in registers (``short_run``; 16x128x128: 0.91, stripes 0.90)."""
     n = plan(b, t, h, threads)[0]
     tile = _tile()
-    # rows shorter than a tile, on the lines: one run of vectors a row, in registers (short_run)
-    tiles = max(h // tile, 1 if h % 16 == 0 else 0) if tile else 0
+    tiles = max(h // tile, int(h % 16 == 0)) if tile else 0  # a short row on the lines: one run
     if not tile or not _in_l2(b * t * h, n) or tile_plan(b, n)[1] > tiles:
         return STRIPES
     if _lanes() < 16:  # tiles' 8 sums in registers: 0.68-0.80 of the read limit in L2
