@@ -7,7 +7,9 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 import time
+import weakref
 
 import pytest
 import torch
@@ -249,11 +251,157 @@ def test_kept_blocks_are_bounded_in_number_and_size(op, planned):
         outputs.append(op(x, w))
     big_x, big_w = random_inputs(2, 2, 40000, seed=16)  # 312 KiB out: never kept
     planned(big_x, 1)
-    outputs.append(op(big_x, big_w))
+    big = op(big_x, big_w)
+    assert sys.getrefcount(big) == 2  # this name's and the call's: the builtin keeps none
+    outputs.append(big)
+    del big
     while outputs:  # dropped in the order they were made, the big one last
         outputs.pop(0)
+    # the builtin keeps its newest outputs whole for their next call (reused_outputs), their
+    # blocks with them; the 8 dropped before them are kept as blocks
+    newest = 39 - _reused(op)
     count, size = native_op.kept_blocks()
-    assert count == 8 and size == sum(4 * h for h in range(16 * 32, 16 * 40, 16))  # the last 8
+    assert count == 8 and size == sum(4 * 16 * k for k in range(newest - 7, newest + 1))
+
+
+def _reused(op) -> int:
+    """How many outputs ``op`` keeps whole for their next call: the builtin's, torch.ops none."""
+    return native_op.reused_outputs if op is native_op.loaded else 0
+
+
+@needs_op
+def test_a_dropped_output_is_the_next_output_of_its_size_with_the_new_numbers(op, planned):
+    """A loop that drops each result gets back the tensor it dropped (no tensor made or freed)."""
+    if not _reused(op):
+        pytest.skip("torch.ops makes each output afresh")
+    x, w = random_inputs(3, 50, 70, seed=21)
+    planned(x, 1)
+    first = op(x, w)
+    made, where = id(first), first.data_ptr()
+    first.add_(0)  # an in-place write: the tensor's version counter goes to 1, a new one's is 0
+    del first
+    y, v = random_inputs(3, 50, 70, seed=22)
+    again = op(y, v)
+    assert (id(again), again.data_ptr(), again._version) == (made, where, 1)
+    assert_close(again, attnviz.reference(y, v).float(), rtol=1e-5, atol=1e-4)
+    assert again.shape == (3, 70) and again.stride() == (70, 1) and again.is_contiguous()
+
+
+@needs_op
+@pytest.mark.parametrize(
+    "holder",
+    ["a name", "a view", "its storage", "a NumPy array", "a DLPack capsule", "a weak reference"],
+)
+def test_an_output_anything_can_read_is_never_the_next_output(op, planned, holder):
+    if holder == "a weak reference" and not _reused(op):
+        pytest.skip("a dropped output lives on only where it is kept for reuse")
+    x, w = random_inputs(3, 50, 70, seed=23)
+    planned(x, 1)
+    expected = attnviz.reference(x, w).float()
+    keep, read = {  # what is kept of an output, and its (3, 70) numbers through it
+        "a name": (lambda t: t, lambda held: held),
+        "a view": (lambda t: t[:], lambda held: held),
+        "its storage": (
+            lambda t: t.untyped_storage(),
+            lambda s: torch.empty(0).set_(s, 0, (3, 70)),
+        ),
+        "a NumPy array": (lambda t: t.numpy(), torch.from_numpy),
+        "a DLPack capsule": (torch.utils.dlpack.to_dlpack, torch.utils.dlpack.from_dlpack),
+        "a weak reference": (weakref.ref, lambda ref: ref()),
+    }[holder]
+    for _ in range(_reused(op) + 2):  # more than the builtin keeps
+        out = op(x, w)
+        held = keep(out)
+        del out
+        y, v = random_inputs(3, 50, 70, seed=24)
+        assert_close(op(y, v), attnviz.reference(y, v).float(), rtol=1e-5, atol=1e-4)
+        assert_close(read(held), expected, rtol=1e-5, atol=1e-4)  # untouched by that call
+
+
+@needs_op
+@pytest.mark.parametrize(
+    "change",
+    [
+        "an attribute",
+        "requires_grad",
+        "a grad",
+        "resized",
+        "restrided",
+        "broadcast",
+        "reset",
+        "shared",
+        "a file's memory",
+    ],
+)
+def test_an_output_changed_after_it_was_made_is_never_the_next_output(
+    op, planned, change, tmp_path
+):
+    """The next output is always as a new one is, whatever was done to one dropped before it."""
+    x, w = random_inputs(3, 50, 70, seed=25)
+    planned(x, 1)
+    changes = {
+        "an attribute": lambda t: setattr(t, "note", "mine"),
+        "requires_grad": lambda t: t.requires_grad_(),
+        "a grad": lambda t: setattr(t, "grad", torch.ones(3, 70)),
+        "resized": lambda t: t.resize_(2, 70),
+        "restrided": lambda t: t.as_strided_((3, 70), (1, 3)),
+        "broadcast": lambda t: t.as_strided_((3, 70), (70, 0)),
+        "reset": lambda t: t.set_(torch.zeros(3, 70)),  # another's memory
+        "shared": lambda t: t.share_memory_(),  # other processes may read it
+        "a file's memory": lambda t: t.set_(torch.from_file(str(file), True, 210).view(3, 70)),
+    }
+    file = tmp_path / "mapped"
+    for _ in range(_reused(op) + 2):
+        out = op(x, w)
+        changes[change](out)
+        del out
+        got = op(x, w)
+        assert not hasattr(got, "note") and not got.requires_grad and got.grad is None
+        assert got.shape == (3, 70) and got.stride() == (70, 1) and not got.is_shared()
+        assert_close(got, attnviz.reference(x, w).float(), rtol=1e-5, atol=1e-4)
+    if change == "a file's memory":
+        assert file.read_bytes() == bytes(4 * 210)  # never written into
+
+
+@needs_op
+@pytest.mark.parametrize("numel", ["holding the GIL", "letting go of it"])
+def test_threads_calling_at_once_each_get_their_own_numbers(op, planned, numel):
+    """Python threads that call at once, keeping some results and dropping others: an output is
+    never handed to two callers, also while a large x is read without the GIL."""
+    shape = (2, 40, 70) if numel == "holding the GIL" else (2, 1024, 520)  # 2**20 numbers and up
+    inputs = [random_inputs(*shape, seed=30 + i) for i in range(4)]
+    expected = [attnviz.reference(x, w).float() for x, w in inputs]
+    planned(inputs[0][0], 1)
+    wrong, kept = [], []
+
+    def caller(i: int) -> None:
+        x, w = inputs[i]
+        for call in range(40):
+            out = op(x, w)
+            if not torch.allclose(out, expected[i], rtol=1e-5, atol=1e-4):
+                wrong.append((i, call))
+            if call % 3 == 0:
+                kept.append((i, out))  # read again once every thread is done
+
+    threads = [threading.Thread(target=caller, args=(i,)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert wrong == []
+    for i, out in kept:
+        assert_close(out, expected[i], rtol=1e-5, atol=1e-4)
+
+
+@needs_op
+def test_an_output_made_in_inference_mode_is_taken_again_only_there(op, planned):
+    x, w = random_inputs(3, 50, 70, seed=26)
+    planned(x, 1)
+    with torch.inference_mode():
+        assert op(x, w).is_inference()
+    assert not op(x, w).is_inference()
+    with torch.inference_mode():
+        assert op(x, w).is_inference()
 
 
 @needs_op
