@@ -90,9 +90,23 @@ def _upload(page, wire: Wire, name: str, data: bytes) -> None:
 
 
 def _beside_uploader(page, text: str) -> None:
-    """text shows in the uploader's column (the uploader's own message, or the page's)."""
+    """text shows in the uploader's column (the uploader's own message, or the page's). If it
+    never does, the failure says what the column and the page showed instead (a rare failure on a
+    busy machine, after the bad files, was not reproduced with the page in view)."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     column = page.locator('[data-testid="stColumn"]:has(.st-key-wt_plan_upload)')
-    column.get_by_text(text, exact=False).first.wait_for(timeout=WAIT_MS)
+    try:
+        column.get_by_text(text, exact=False).first.wait_for(timeout=WAIT_MS)
+    except PlaywrightTimeout:
+        shown = column.first.inner_text(timeout=5_000) if column.count() else "(no such column)"
+        page_text = page.locator("section.main, [data-testid='stMain']").first.inner_text(
+            timeout=5_000
+        )
+        pytest.fail(
+            f"{text!r} not beside the uploader within {WAIT_MS} ms.\n"
+            f"The column showed: {shown[-1500:]!r}\nThe page showed: {page_text[-3000:]!r}"
+        )
 
 
 def _on(page, k: int, n: int, title: str) -> None:
