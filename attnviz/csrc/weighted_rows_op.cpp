@@ -378,7 +378,11 @@ PyObject *py_weighted_rows(PyObject *, PyObject *const *args, Py_ssize_t nargs) 
   if (!applies(x, w, plan)) Py_RETURN_NONE;
   const int64_t b = x.size(0), h = x.size(2);
   THPObjectPtr object(take_unread(b, h));
-  const at::Tensor out = object ? THPVariable_Unpack(object.get()) : empty_kept({b, h});
+  at::Tensor made;  // a new output, where no kept one is free
+  if (!object) made = empty_kept({b, h});
+  // the kept one by reference: a copy would count one more owner in C++, for which torch takes a
+  // reference to its Python object, and drops it again with the copy
+  const at::Tensor &out = object ? THPVariable_Unpack(object.get()) : made;
   if (x.numel() < KEEP_GIL_NUMEL) {  // a few microseconds: releasing the GIL would cost more
     run(x, w, plan, out);
   } else {
@@ -386,7 +390,7 @@ PyObject *py_weighted_rows(PyObject *, PyObject *const *args, Py_ssize_t nargs) 
     run(x, w, plan, out);
   }
   if (!object) {
-    object = THPObjectPtr(THPVariable_Wrap(out));
+    object = THPObjectPtr(THPVariable_Wrap(std::move(made)));
     if (!object) return nullptr;
     keep(object.get());
   }
