@@ -19,8 +19,8 @@ speed at small sizes as well.
   call in L2 (benchmarks/RESULTS-cpu-history.md, sixth round).
 - The builtin also keeps its 4 newest outputs (of at most 256 KiB) whole, with their Python
   objects: a dropped one that nothing else can see, unchanged since it was made, is the next
-  output of its size (``reused_outputs``): no tensor is made or freed, ~0.17 µs less a call
-  (0.45 against 0.28 µs at 1x4x16). A kept output lives on until it is taken again or pushed out.
+  output of its size (``reused_outputs``): no tensor is made or freed, ~0.2 µs less a call
+  (0.45 against 0.25 µs at 1x4x16). A kept output lives on until it is taken again or pushed out.
 - Plans stay in Python (``native.plan``, one source of truth): the operator answers None for a
   shape it has no plan for, fused then takes the ctypes path, and ``learn`` hands that shape's
   plan over (``set_plan``). It also answers None wherever the kernel does not apply (not

@@ -281,9 +281,10 @@ constexpr int64_t KEEP_GIL_NUMEL = 1 << 20;
 // KEPT_BYTES, REUSED of them, the newest last; guarded by the GIL). A loop that drops each
 // result (a benchmark, a page's runs, `for ...: y = fused(x, w)`) then gets back the tensor it
 // dropped: no TensorImpl, storage or Python object is made or freed. Made and freed, they cost
-// ~0.17 us a call (measured at 1x4x16, nothing to read: ~0.45 us a call with a new output, ~0.28
-// with the dropped one again; torch lets go of the GIL and takes it back when one dies). In L2,
-// on calls of 4-6 us, the kernel went from 0.79-0.91 of the read limit to 0.84-0.99.
+// ~0.2 us a call (measured at 1x4x16, nothing to read: ~0.45 us a call with a new output, ~0.25
+// with the dropped one again, as much as the floor's read; torch lets go of the GIL and takes it
+// back when one dies). In L2, on calls of 4-6 us, rows on the 64-byte lines went from medians of
+// 0.82-0.90 of the read limit to 0.89-0.96 (benchmarks/RESULTS.md, eleventh round).
 //
 // An output is taken again only when nothing but this list can see it (``unread``): its
 // Python object has no other reference, no weak reference and no attribute; its TensorImpl and
