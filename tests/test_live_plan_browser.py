@@ -134,7 +134,13 @@ def test_uploads_take_effect_or_say_why_and_the_plans_order_is_every_screens(
             _upload(teacher, wire, name, data)
             _beside_uploader(teacher, said)
             wire.ready()
+            asked = wire.asked
             teacher.get_by_role("button", name="Start a live class").click()
+            # the click's run, seen on the wire, then done: the warning below may still be on the
+            # page from the last file's click, and the next file chosen while this run draws the
+            # uploader again was lost (seen: the column still listed the file before it)
+            wire.wait(lambda a=asked: wire.asked > a, f"Start clicked with {name}", 10)
+            wire.ready()
             teacher.get_by_text(re.compile(r"plan file (has a mistake|first)")).wait_for(
                 timeout=WAIT_MS
             )
