@@ -309,8 +309,7 @@ std::array<Reused, REUSED> &reused() {  // never destroyed: Python may be gone b
 // nothing but this list reads `object` (a kept output), and it is still a (b, h) output made here
 bool unread(const Reused &kept, int64_t b, int64_t h) {
   PyObject *const object = kept.object;
-  // its attributes first: the dict may be made here, and making it may run Python code (the
-  // garbage collector) that changes what the checks below see
+  // its attributes: the dict was made when it was kept (keep), so no Python code runs here
   PyObject *dict = PyObject_GenericGetDict(object, nullptr);
   if (dict == nullptr) {
     PyErr_Clear();
@@ -356,6 +355,14 @@ PyObject *take_unread(int64_t b, int64_t h) {
 void keep(PyObject *object) {
   const at::Tensor &t = THPVariable_Unpack(object);
   if (t.storage().nbytes() > KEPT_BYTES) return;
+  // its attribute dict made now, before the list changes: making it may run Python code (the
+  // garbage collector, a __del__ that calls this again), which ``unread`` then never does
+  PyObject *dict = PyObject_GenericGetDict(object, nullptr);
+  if (dict == nullptr) {
+    PyErr_Clear();
+    return;
+  }
+  Py_DECREF(dict);
   auto &list = reused();
   PyObject *const oldest = list[0].object;
   std::copy(list.begin() + 1, list.end(), list.begin());  // the list is whole before the
