@@ -4,6 +4,7 @@ edges (empty axes, NaN and inf, bad arguments), its build and cache, and its fal
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -181,7 +182,7 @@ def test_empty_axes_give_the_reference_result(b, t, h):
 
 
 @needs_kernel
-@pytest.mark.parametrize("h", [777, 9, 2050])  # rows off the 64-byte lines: read as whole lines
+@pytest.mark.parametrize("h", [777, 9, 2050, 100])  # rows off the 64-byte lines: whole lines
 def test_a_nan_next_to_a_row_stays_out_of_its_sums(h, summed_in):
     """Where H is not a multiple of 16 the kernel reads each row's lines whole, numbers of the
     next row included: a NaN or inf there must reach only its own column."""
@@ -196,25 +197,29 @@ def test_a_nan_next_to_a_row_stays_out_of_its_sums(h, summed_in):
 
 @needs_kernel
 @pytest.mark.parametrize(
-    "h", [777, 770, 772, 774]
-)  # a row's offset on its line repeats every 16, 8, 4, 2 rows
+    "h",
+    [777, 770, 772, 774]  # a row's offset on its line repeats every 16, 8, 4, 2 rows
+    + [50, 100, 226, 241, 242, 49],  # short rows of an even H: their sums in registers (50-241)
+)
 @pytest.mark.parametrize("t", [3, 61, 67, 301])  # stripes of unequal length: steps of 1 to 4 rows
 def test_rows_off_the_lines_are_summed_in_every_grouping(h, t):
     """Rows off the 64-byte lines are added in steps of rows that share their offset, one from
     each of four stripes a multiple of that period long, the last stripes shorter or empty: steps
     of four rows, then three, two, one (T = 3 has one stripe, T = 67 at H = 777 two full and one of
-    3 rows), each on one thread."""
+    3 rows), each on one thread; short rows of an even H with their running sums in registers,
+    moved from one step's offset to the next (up or down), and the rows just outside that range."""
     x, w = random_inputs(2, t, h, seed=h + t)
     assert_close(native.weighted_rows(x, w, threads=1), expected(x, w), rtol=1e-5, atol=1e-4)
 
 
 @needs_kernel
 @pytest.mark.parametrize("offset", [1, 5, 16])
-def test_a_view_that_starts_off_a_line_is_summed_right(offset, summed_in):
-    x, w = random_inputs(3, 50, 1024, seed=offset)
+@pytest.mark.parametrize("h", [1024, 64])  # long rows; short ones, their sums in registers
+def test_a_view_that_starts_off_a_line_is_summed_right(offset, h, summed_in):
+    x, w = random_inputs(3, 50, h, seed=offset)
     flat = torch.empty(offset + x.numel())
     flat[offset:] = x.reshape(-1)
-    view = flat[offset:].view(3, 50, 1024)  # contiguous, its rows off the 64-byte lines
+    view = flat[offset:].view(3, 50, h)  # contiguous, its rows off the 64-byte lines
     assert view.is_contiguous() and view.data_ptr() % 64 == (4 * offset) % 64
     assert_close(native.weighted_rows(view, w, threads=2), expected(x, w), rtol=1e-5, atol=1e-4)
 
@@ -418,6 +423,23 @@ def test_build_is_cached_between_processes(tmp_path):
     assert second["ok"] and not second["compiled"] and second["correct"]
     assert first["path"] == "C row-sum kernel"
     assert [p.suffix for p in tmp_path.iterdir()] in ([".so"], [".dylib"])  # no temporary left
+
+
+def test_the_cached_librarys_name_hashes_every_source_and_header_it_is_built_from():
+    """A change to any file the kernel is compiled from names a new library: a header left out
+    would let an old build be loaded for new code."""
+    csrc = native.SOURCE.parent
+    built = {csrc / n for n in ("weighted_rows.c", "read_floats.c")}
+    built |= {csrc / n for s in built for n in _included(s.read_text(encoding="utf-8"))}
+    assert set(native.BUILT_FROM) == built == set(native.SOURCES) | set(csrc.glob("*.h"))
+
+
+def _included(source: str) -> set[str]:
+    """The project's headers a C source includes (#include "name"), and theirs in turn."""
+    names = set(re.findall(r'^#include "([^"]+)"', source, re.M))
+    for name in list(names):
+        names |= _included((native.SOURCE.parent / name).read_text(encoding="utf-8"))
+    return names
 
 
 @pytest.mark.slow

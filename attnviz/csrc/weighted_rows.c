@@ -33,6 +33,9 @@
 
 #include "vectors.h"
 
+/* for (int k = 0; k < nv; k++), unrolled: with nv a constant, every a[k] in a register */
+#define EACH_VEC(k, nv) _Pragma("GCC unroll 16") for (int k = 0; k < (nv); k++)
+
 #ifndef BLOCK_H
 #define BLOCK_H 2048 /* 8 KiB of running sums */
 #endif
@@ -56,115 +59,7 @@
         }                                                                                          \
     } while (0)
 
-#if defined(__AVX512F__) && defined(__GNUC__) && !defined(__clang__)
-#define ALIGNED_STEPS 1
-/* a 64-byte line as one AVX-512 register (vecf, VL = 16), and its lanes' indices */
-typedef vecf vec16;
-typedef vecfu vec16u;
-typedef int ivec16 __attribute__((vector_size(64)));
-
-/* Rows that do not start on a 64-byte line (H not a multiple of 16) are read as whole aligned
- * lines, never by loads that straddle two lines: such loads cost the L1 twice, and on two
- * threads reading from L3 that was the limit (H = 777: 0.80 of the read limit, H = 784: 0.93).
- * A line that holds any number of a row is read whole, past the row's end (never past the line,
- * so never into a page that is not there).
- *
- * Row r starts m(r) numbers into its line, and m repeats every q rows (q = 16 / gcd(H, 16)), so
- * rows q apart share m. A step takes K <= 4 such rows: their lines are weighted and added as
- * they come, and the sum shifted into place once, by one permute of two neighbouring sums
- * (GCC's __builtin_shuffle: vpermt2ps). An earlier version permuted each row's lines before
- * adding them, four permutes for every one here: from L3 on two threads, 3x1001x777, 0.83-0.86
- * of the read limit, and 0.89-0.91 with one permute (plain C, then in the benchmark). The K
- * lines are added one after another (a multiply, then K - 1 fused multiply-adds): as two pairs
- * added (five operations for four lines, against four) in L2 it was 0-4% slower (one and two
- * threads, H = 777 and 333, paired in one process). */
-static inline __attribute__((always_inline)) vec16 mix(const vec16u *const *line, const float *u,
-                                                      long v, int k_rows) {
-    vec16 a = u[0] * line[0][v];
-    for (int k = 1; k < k_rows; k++) a += u[k] * line[k][v];
-    return a;
-}
-
-/* sums[0:n] += sum over i < st, k < k_rows of w[i*rs + k*ds] * x[(i*rs + k*ds)*h : ... + n]:
- * st steps of k_rows rows ds rows apart (ds a multiple of q), the steps rs rows apart */
-static inline __attribute__((always_inline)) void shared_steps(
-    const float *restrict x, const float *restrict w, vec16 *restrict sums, long st, long rs,
-    long ds, int k_rows, long h, long n, const int ahead) {
-    const long full = n / 16, rem = n - 16 * full; /* whole steps of 16, and what is left */
-    ivec16 iota;
-    for (int k = 0; k < 16; k++) iota[k] = k;
-    for (long i = 0; i < st; i++) {
-        const float *row = x + i * rs * h;
-        const long m = (long)(((uintptr_t)row & 63) / 4); /* numbers before the row on its line */
-        const vec16u *line[4];
-        float u[4];
-        for (int k = 0; k < k_rows; k++) {
-            line[k] = (const vec16u *)(row + k * ds * h - m);
-            u[k] = w[i * rs + k * ds];
-        }
-        const ivec16 pick = iota + (int)m; /* 16 + .. picks from the second sum */
-        vec16 lo = mix(line, u, 0, k_rows);
-        for (long v = 0; v < full; v++) {
-            if (ahead) /* every line (every other one gained nothing here; see sum_rows_of) */
-                for (int k = 0; k < k_rows; k++)
-                    __builtin_prefetch((const char *)(line[k] + v) + PREFETCH_BYTES);
-            const vec16 hi = mix(line, u, v + 1, k_rows);
-            sums[v] += __builtin_shuffle(lo, hi, pick);
-            lo = hi;
-        }
-        if (rem) { /* the rest of each row (a line more only where the row reaches into it);
-                    * its lanes past the row sum numbers of the next row, and are never stored */
-            const vec16 hi = m + rem > 16 ? mix(line, u, full + 1, k_rows) : lo;
-            sums[full] += __builtin_shuffle(lo, hi, pick);
-        }
-    }
-}
-
-static void steps_of(const float *restrict x, const float *restrict w, vec16 *restrict sums,
-                     long st, long rs, long ds, int k_rows, long h, long n, int ahead) {
-    switch (k_rows * 2 + (ahead != 0)) { /* one copy of the loop per k_rows and way to load */
-    case 9: shared_steps(x, w, sums, st, rs, ds, 4, h, n, 1); break;
-    case 8: shared_steps(x, w, sums, st, rs, ds, 4, h, n, 0); break;
-    case 7: shared_steps(x, w, sums, st, rs, ds, 3, h, n, 1); break;
-    case 6: shared_steps(x, w, sums, st, rs, ds, 3, h, n, 0); break;
-    case 5: shared_steps(x, w, sums, st, rs, ds, 2, h, n, 1); break;
-    case 4: shared_steps(x, w, sums, st, rs, ds, 2, h, n, 0); break;
-    case 3: shared_steps(x, w, sums, st, rs, ds, 1, h, n, 1); break;
-    default: shared_steps(x, w, sums, st, rs, ds, 1, h, n, 0);
-    }
-}
-
-/* acc[0:n] += sum over t < rows of w[t] * x[t*h : t*h + n], for rows off the 64-byte lines:
- * four stripes of st rows (st a multiple of q, so that the stripes' rows share m in every step;
- * the last stripes shorter, or empty), read as four streams as in sum_rows: steps of four rows
- * while every stripe has one, then of three, two, one. An earlier version made st rows / 4 / q * q
- * and took the rows left (up to 4q + 3) q apart, in short steps of their own: 3x61x777 had no
- * stripe at all, and on two threads in L2 it ran at 0.70 of the read limit. The running sums are
- * kept in an aligned buffer of their own. */
-static void rows_realigned(const float *restrict x, const float *restrict w,
-                           float *restrict acc, long rows, long h, long n, int ahead) {
-    vec16 sums[BLOCK_H / 16 + 1] __attribute__((aligned(64)));
-    for (long v = 0; v <= n / 16; v++) sums[v] = (vec16){0};
-    long q = 16; /* rows from one offset on the line to the same again */
-    for (long g = h; q > 1 && g % 2 == 0; g /= 2) q /= 2;
-    const long st = (rows + 4 * q - 1) / (4 * q) * q; /* rows per stripe */
-    long len[4];                                      /* rows of each stripe, non-increasing */
-    for (int k = 0; k < 4; k++) {
-        const long left = rows - k * st;
-        len[k] = left < 0 ? 0 : left < st ? left : st;
-    }
-    long i0 = 0;
-    for (int k_rows = 4; k_rows >= 1; k_rows--) { /* steps i0 .. len[k_rows-1]-1: k_rows rows */
-        const long i1 = len[k_rows - 1];
-        if (i1 > i0) {
-            steps_of(x + i0 * h, w + i0, sums, i1 - i0, 1, st, k_rows, h, n, ahead);
-            i0 = i1;
-        }
-    }
-    const float *flat = (const float *)sums;
-    for (long j = 0; j < n; j++) acc[j] += flat[j];
-}
-#endif
+#include "rows_off_lines.h" /* rows off the 64-byte lines (AVX-512, GCC) */
 
 /* short_rows(..., nv): sum_rows for rows of nv * VL <= SHORT_COLUMNS numbers, the running sums
  * in registers: the same four stripes read side by side, and nothing else loaded or stored (in
@@ -175,7 +70,6 @@ static void rows_realigned(const float *restrict x, const float *restrict w,
  * there and copied them out, ~20 ns a sentence (in L2, one thread, plain C, short_run: 16x128x128
  * 0.885 of the read limit with them, 0.91 without; 64x32x128 0.76-0.78 and 0.87). */
 #define SHORT_COLUMNS (VL * TILE_VECS)
-#define EACH_VEC(k, nv) _Pragma("GCC unroll 16") for (int k = 0; k < (nv); k++)
 static inline __attribute__((always_inline)) void short_rows(const float *restrict x,
                                                             const float *restrict w,
                                                             float *restrict s, long rows, long h,
@@ -272,6 +166,10 @@ static inline __attribute__((always_inline)) void sum_rows_of(
         for (long j = 0; j < n; j++) acc[j] = 0.0f;
 #ifdef ALIGNED_STEPS
         if (h % 16 != 0 || ((uintptr_t)(x + j0) & 63) != 0) { /* rows off 64-byte lines */
+            if (!ahead && h % 2 == 0 && n >= SHORT_OFF_MIN && OFF_VECS(n) <= SHORT_OFF_VECS) {
+                short_realigned_of(x + j0, w, acc, rows, h, n); /* the sums in registers */
+                continue;
+            }
             rows_realigned(x + j0, w, acc, rows, h, n, ahead);
             continue;
         }

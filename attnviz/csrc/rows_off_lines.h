@@ -1,0 +1,225 @@
+/* Rows off the 64-byte lines, read as whole aligned lines (AVX-512 with GCC: ALIGNED_STEPS):
+ * rows_realigned, and short_realigned for short rows of an even H, their sums in registers.
+ * Part of the fused kernel, included by weighted_rows.c after what it uses: vectors.h, BLOCK_H,
+ * PREFETCH_BYTES and EACH_VEC (a header of it, not a library of its own, so that every loop here
+ * is inlined into the kernel's). */
+#ifndef ATTNVIZ_ROWS_OFF_LINES_H
+#define ATTNVIZ_ROWS_OFF_LINES_H
+
+#include <stdint.h>
+
+#include "vectors.h"
+
+#if defined(__AVX512F__) && defined(__GNUC__) && !defined(__clang__)
+#define ALIGNED_STEPS 1
+/* a 64-byte line as one AVX-512 register (vecf, VL = 16), and its lanes' indices */
+typedef vecf vec16;
+typedef vecfu vec16u;
+typedef int ivec16 __attribute__((vector_size(64)));
+
+/* Rows that do not start on a 64-byte line (H not a multiple of 16) are read as whole aligned
+ * lines, never by loads that straddle two lines: such loads cost the L1 twice, and on two
+ * threads reading from L3 that was the limit (H = 777: 0.80 of the read limit, H = 784: 0.93).
+ * A line that holds any number of a row is read whole, past the row's end (never past the line,
+ * so never into a page that is not there).
+ *
+ * Row r starts m(r) numbers into its line, and m repeats every q rows (q = 16 / gcd(H, 16)), so
+ * rows q apart share m. A step takes K <= 4 such rows: their lines are weighted and added as
+ * they come, and the sum shifted into place once, by one permute of two neighbouring sums
+ * (GCC's __builtin_shuffle: vpermt2ps). An earlier version permuted each row's lines before
+ * adding them, four permutes for every one here: from L3 on two threads, 3x1001x777, 0.83-0.86
+ * of the read limit, and 0.89-0.91 with one permute (plain C, then in the benchmark). The K
+ * lines are added one after another (a multiply, then K - 1 fused multiply-adds): as two pairs
+ * added (five operations for four lines, against four) in L2 it was 0-4% slower (one and two
+ * threads, H = 777 and 333, paired in one process). */
+static inline __attribute__((always_inline)) vec16 mix(const vec16u *const *line, const float *u,
+                                                      long v, int k_rows) {
+    vec16 a = u[0] * line[0][v];
+    for (int k = 1; k < k_rows; k++) a += u[k] * line[k][v];
+    return a;
+}
+
+/* sums[0:n] += sum over i < st, k < k_rows of w[i*rs + k*ds] * x[(i*rs + k*ds)*h : ... + n]:
+ * st steps of k_rows rows ds rows apart (ds a multiple of q), the steps rs rows apart */
+static inline __attribute__((always_inline)) void shared_steps(
+    const float *restrict x, const float *restrict w, vec16 *restrict sums, long st, long rs,
+    long ds, int k_rows, long h, long n, const int ahead) {
+    const long full = n / 16, rem = n - 16 * full; /* whole steps of 16, and what is left */
+    ivec16 iota;
+    for (int k = 0; k < 16; k++) iota[k] = k;
+    for (long i = 0; i < st; i++) {
+        const float *row = x + i * rs * h;
+        const long m = (long)(((uintptr_t)row & 63) / 4); /* numbers before the row on its line */
+        const vec16u *line[4];
+        float u[4];
+        for (int k = 0; k < k_rows; k++) {
+            line[k] = (const vec16u *)(row + k * ds * h - m);
+            u[k] = w[i * rs + k * ds];
+        }
+        const ivec16 pick = iota + (int)m; /* 16 + .. picks from the second sum */
+        vec16 lo = mix(line, u, 0, k_rows);
+        for (long v = 0; v < full; v++) {
+            if (ahead) /* every line (every other one gained nothing here; see sum_rows_of) */
+                for (int k = 0; k < k_rows; k++)
+                    __builtin_prefetch((const char *)(line[k] + v) + PREFETCH_BYTES);
+            const vec16 hi = mix(line, u, v + 1, k_rows);
+            sums[v] += __builtin_shuffle(lo, hi, pick);
+            lo = hi;
+        }
+        if (rem) { /* the rest of each row (a line more only where the row reaches into it);
+                    * its lanes past the row sum numbers of the next row, and are never stored */
+            const vec16 hi = m + rem > 16 ? mix(line, u, full + 1, k_rows) : lo;
+            sums[full] += __builtin_shuffle(lo, hi, pick);
+        }
+    }
+}
+
+/* shared_steps, one copy per k_rows and way to load; always inlined into rows_realigned, which is
+ * never inlined: left to GCC, what it inlines follows the size of the whole file, and once
+ * short_realigned came in it stopped inlining this one into rows_realigned, which then ran 2-3%
+ * slower at 1x250x777 on two threads (plain C, paired in one process, the code otherwise the
+ * same) */
+static inline __attribute__((always_inline)) void steps_of(const float *restrict x,
+                                                          const float *restrict w,
+                                                          vec16 *restrict sums, long st, long rs,
+                                                          long ds, int k_rows, long h, long n,
+                                                          int ahead) {
+    switch (k_rows * 2 + (ahead != 0)) { /* one copy of the loop per k_rows and way to load */
+    case 9: shared_steps(x, w, sums, st, rs, ds, 4, h, n, 1); break;
+    case 8: shared_steps(x, w, sums, st, rs, ds, 4, h, n, 0); break;
+    case 7: shared_steps(x, w, sums, st, rs, ds, 3, h, n, 1); break;
+    case 6: shared_steps(x, w, sums, st, rs, ds, 3, h, n, 0); break;
+    case 5: shared_steps(x, w, sums, st, rs, ds, 2, h, n, 1); break;
+    case 4: shared_steps(x, w, sums, st, rs, ds, 2, h, n, 0); break;
+    case 3: shared_steps(x, w, sums, st, rs, ds, 1, h, n, 1); break;
+    default: shared_steps(x, w, sums, st, rs, ds, 1, h, n, 0);
+    }
+}
+
+/* acc[0:n] += sum over t < rows of w[t] * x[t*h : t*h + n], for rows off the 64-byte lines:
+ * four stripes of st rows (st a multiple of q, so that the stripes' rows share m in every step;
+ * the last stripes shorter, or empty), read as four streams as in sum_rows: steps of four rows
+ * while every stripe has one, then of three, two, one. An earlier version made st rows / 4 / q * q
+ * and took the rows left (up to 4q + 3) q apart, in short steps of their own: 3x61x777 had no
+ * stripe at all, and on two threads in L2 it ran at 0.70 of the read limit. The running sums are
+ * kept in an aligned buffer of their own. */
+static __attribute__((noinline)) void rows_realigned(const float *restrict x,
+                                                     const float *restrict w, float *restrict acc,
+                                                     long rows, long h, long n, int ahead) {
+    vec16 sums[BLOCK_H / 16 + 1] __attribute__((aligned(64)));
+    for (long v = 0; v <= n / 16; v++) sums[v] = (vec16){0};
+    long q = 16; /* rows from one offset on the line to the same again */
+    for (long g = h; q > 1 && g % 2 == 0; g /= 2) q /= 2;
+    const long st = (rows + 4 * q - 1) / (4 * q) * q; /* rows per stripe */
+    long len[4];                                      /* rows of each stripe, non-increasing */
+    for (int k = 0; k < 4; k++) {
+        const long left = rows - k * st;
+        len[k] = left < 0 ? 0 : left < st ? left : st;
+    }
+    long i0 = 0;
+    for (int k_rows = 4; k_rows >= 1; k_rows--) { /* steps i0 .. len[k_rows-1]-1: k_rows rows */
+        const long i1 = len[k_rows - 1];
+        if (i1 > i0) {
+            steps_of(x + i0 * h, w + i0, sums, i1 - i0, 1, st, k_rows, h, n, ahead);
+            i0 = i1;
+        }
+    }
+    const float *flat = (const float *)sums;
+    for (long j = 0; j < n; j++) acc[j] += flat[j];
+}
+
+/* short_realigned(..., nv): rows_realigned for short rows of an even H (50 to 241 numbers), the
+ * running sums in registers: nv of them (a constant in each copy, short_realigned_of; every loop
+ * over them unrolled), enough for a row's lines and one more. They are kept in the frame of the
+ * step's rows (column j at lane j + m of the sums) and moved to the next step's frame by one
+ * permute each, then the step's K rows (as in rows_realigned: rows that share m, one from each
+ * stripe) weighted and added. In L2, rows_realigned's sums in memory (loaded and stored every
+ * step) and its loop of a few lines a row made such rows slow. One thread, plain C, paired in one
+ * process (alternating which is built first), rows_realigned against this: 8x64x72 0.58 and
+ * 0.65 of the read limit, 8x64x100 0.62 and 0.68, 7x61x62 0.59 and 0.65, 4x64x150 0.69 and 0.74,
+ * 16x64x200 0.74 and 0.77-0.78; two threads (columns), 16x64x200 0.68-0.79 and 0.79-0.81.
+ * Not for:
+ *   - an odd H (m takes all 16 values): 5% faster where T is a multiple of 64 (8x64x101), but 10%
+ *     slower where a sentence's last steps take fewer rows (7x61x61 0.57 against 0.51, 4x61x225
+ *     0.78 against 0.69), for no reason found;
+ *   - under 50 numbers: no faster (16x64x45 0.41-0.47 against 0.42-0.44; 1x37x29 0.70-0.78
+ *     against 0.57: a step of a few lines then waits on the last step's permute and add);
+ *   - asking for lines ahead, which it does not: from DRAM (2048x256x200, one thread) 0.94 of
+ *     the read limit, rows_realigned asking ahead 0.98, which the caller's timing keeps. */
+#define SHORT_OFF_MIN 50   /* numbers: no faster below */
+#define SHORT_OFF_VECS 16  /* running sums at most: up to 241 numbers */
+#define OFF_VECS(n) (((n) + 30) / 16) /* lines of a row of n numbers at most, and one more */
+static inline __attribute__((always_inline)) void short_step(const float *restrict row,
+                                                            const float *restrict w, vec16 *sums,
+                                                            long *frame, long ds, long h, long n,
+                                                            const int k_rows, const int nv) {
+    ivec16 iota;
+    for (int k = 0; k < 16; k++) iota[k] = k;
+    const long m = (long)(((uintptr_t)row & 63) / 4); /* numbers before the row on its line */
+    const long lines = (m + n + 15) / 16;             /* the lines that hold numbers of the row */
+    const long d = m - *frame;                        /* lanes the sums move up (down where < 0) */
+    const vec16u *line[4];
+    float u[4];
+    for (int k = 0; k < k_rows; k++) {
+        line[k] = (const vec16u *)(row + k * ds * h - m);
+        u[k] = w[k * ds];
+    }
+    if (d > 0) { /* from the top down, each from itself and the one below */
+        const ivec16 pick = iota + (int)(16 - d);
+        EACH_VEC(v, nv) {
+            const int e = nv - 1 - v;
+            sums[e] = __builtin_shuffle(e ? sums[e - 1] : (vec16){0}, sums[e], pick);
+        }
+    } else if (d < 0) { /* from the bottom up, each from itself and the one above */
+        const ivec16 pick = iota - (int)d;
+        EACH_VEC(v, nv)
+            sums[v] = __builtin_shuffle(sums[v], v + 1 < nv ? sums[v + 1] : (vec16){0}, pick);
+    }
+    *frame = m;
+    EACH_VEC(v, nv) {
+        if (v < lines) { /* never a line past the row's */
+            vec16 a = u[0] * line[0][v];
+            for (int k = 1; k < k_rows; k++) a += u[k] * line[k][v];
+            sums[v] += a;
+        }
+    }
+}
+
+static inline __attribute__((always_inline)) void short_realigned(const float *restrict x,
+                                                                 const float *restrict w,
+                                                                 float *restrict acc, long rows,
+                                                                 long h, long n, const int nv) {
+    vec16 sums[SHORT_OFF_VECS];
+    EACH_VEC(v, nv) sums[v] = (vec16){0};
+    long q = 16; /* stripes as in rows_realigned */
+    for (long g = h; q > 1 && g % 2 == 0; g /= 2) q /= 2;
+    const long st = (rows + 4 * q - 1) / (4 * q) * q;
+    long len[4];
+    for (int k = 0; k < 4; k++) {
+        const long left = rows - k * st;
+        len[k] = left < 0 ? 0 : left < st ? left : st;
+    }
+    long frame = (long)(((uintptr_t)x & 63) / 4), i = 0; /* the first rows' m */
+    for (; i < len[3]; i++) short_step(x + i * h, w + i, sums, &frame, st, h, n, 4, nv);
+    for (; i < len[2]; i++) short_step(x + i * h, w + i, sums, &frame, st, h, n, 3, nv);
+    for (; i < len[1]; i++) short_step(x + i * h, w + i, sums, &frame, st, h, n, 2, nv);
+    for (; i < len[0]; i++) short_step(x + i * h, w + i, sums, &frame, st, h, n, 1, nv);
+    float flat[16 * SHORT_OFF_VECS] __attribute__((aligned(64)));
+    EACH_VEC(v, nv) *(vec16 *)(flat + 16 * v) = sums[v];
+    for (long j = 0; j < n; j++) acc[j] = flat[j + frame]; /* lanes past the row: never */
+}
+
+/* short_realigned, one copy per number of running sums */
+static void short_realigned_of(const float *restrict x, const float *restrict w,
+                               float *restrict acc, long rows, long h, long n) {
+    switch (OFF_VECS(n)) {
+#define OFF_CASE(nv)                                                                               \
+    case nv: short_realigned(x, w, acc, rows, h, n, nv); break;
+        OFF_CASE(5) OFF_CASE(6) OFF_CASE(7) OFF_CASE(8) OFF_CASE(9) OFF_CASE(10)
+        OFF_CASE(11) OFF_CASE(12) OFF_CASE(13) OFF_CASE(14) OFF_CASE(15) OFF_CASE(16)
+#undef OFF_CASE
+    }
+}
+#endif
+
+#endif
