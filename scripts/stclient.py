@@ -36,6 +36,7 @@ from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ClientState_pb2 import ClientState
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from streamlit.proto.WidgetStates_pb2 import WidgetState
+from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
 #: The header the serve command's HAProxy adds to every response: the name of the replica that answered.
@@ -314,7 +315,10 @@ class Session:
             raise ProtocolError("not connected")
         data = msg.SerializeToString()
         t = time.perf_counter()
-        self._ws.send(data)
+        try:
+            self._ws.send(data)
+        except ConnectionClosed as exc:  # e.g. the server closed it under a message over its limit
+            raise ProtocolError(f"connection lost: {exc!r}") from exc
         return t
 
     def recv(self, timeout: float | None = None) -> tuple[ForwardMsg, int]:

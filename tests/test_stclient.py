@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from attnviz.figures.heatmap import plain_label
-from scripts.stclient import Session
+from scripts.stclient import ProtocolError, Session
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
@@ -57,6 +57,25 @@ def test_a_page_name_opens_that_page(url):
         run = s.rerun(page_name="walkthrough")
     assert run.ok and TITLE not in run.text()
     assert s.page_script_hash == s.pages["walkthrough"]
+
+
+def test_a_connection_closed_under_a_send_is_a_lost_connection_as_under_a_receive():
+    """A server that closes the socket while a message is being sent (one over its size limit,
+    with no close frame) is reported as under a receive: ProtocolError, "connection lost"."""
+    from websockets.exceptions import ConnectionClosedError
+
+    class Closed:
+        def send(self, data):
+            raise ConnectionClosedError(None, None)  # "no close frame received or sent"
+
+        def recv(self, timeout=None):
+            raise ConnectionClosedError(None, None)
+
+    s = Session("http://127.0.0.1:9", connect=False)
+    s._ws = Closed()
+    for act in (s.rerun, s.recv):
+        with pytest.raises(ProtocolError, match="connection lost: ConnectionClosedError"):
+            act()
 
 
 def test_reconnect_resumes_the_same_session(url):
