@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from streamlit.proto.BackMsg_pb2 import BackMsg
 
 from attnviz.figures.heatmap import plain_label
 from scripts.stclient import ProtocolError, Session
@@ -73,7 +74,7 @@ def test_a_connection_closed_under_a_send_is_a_lost_connection_as_under_a_receiv
 
     s = Session("http://127.0.0.1:9", connect=False)
     s._ws = Closed()
-    for act in (s.rerun, s.recv):
+    for act in (lambda: s.send(BackMsg(rerun_script=s.client_state())), s.recv):
         with pytest.raises(ProtocolError, match="connection lost: ConnectionClosedError"):
             act()
 
