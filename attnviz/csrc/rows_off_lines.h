@@ -96,6 +96,21 @@ static inline __attribute__((always_inline)) void steps_of(const float *restrict
     }
 }
 
+/* The rows per stripe (st, returned) of `rows` rows of h numbers off the lines: a multiple of q,
+ * the rows from one offset on the line to the same again (q = 16 / gcd(H, 16)), so that the
+ * stripes' rows share their offset in every step; len[k] the rows of stripe k (st, then fewer or
+ * none at the end). */
+static long stripes(long rows, long h, long len[4]) {
+    long q = 16;
+    for (long g = h; q > 1 && g % 2 == 0; g /= 2) q /= 2;
+    const long st = (rows + 4 * q - 1) / (4 * q) * q;
+    for (int k = 0; k < 4; k++) {
+        const long left = rows - k * st;
+        len[k] = left < 0 ? 0 : left < st ? left : st;
+    }
+    return st;
+}
+
 /* acc[0:n] += sum over t < rows of w[t] * x[t*h : t*h + n], for rows off the 64-byte lines:
  * four stripes of st rows (st a multiple of q, so that the stripes' rows share m in every step;
  * the last stripes shorter, or empty), read as four streams as in sum_rows: steps of four rows
@@ -108,14 +123,8 @@ static __attribute__((noinline)) void rows_realigned(const float *restrict x,
                                                      long rows, long h, long n, int ahead) {
     vec16 sums[BLOCK_H / 16 + 1] __attribute__((aligned(64)));
     for (long v = 0; v <= n / 16; v++) sums[v] = (vec16){0};
-    long q = 16; /* rows from one offset on the line to the same again */
-    for (long g = h; q > 1 && g % 2 == 0; g /= 2) q /= 2;
-    const long st = (rows + 4 * q - 1) / (4 * q) * q; /* rows per stripe */
-    long len[4];                                      /* rows of each stripe, non-increasing */
-    for (int k = 0; k < 4; k++) {
-        const long left = rows - k * st;
-        len[k] = left < 0 ? 0 : left < st ? left : st;
-    }
+    long len[4];                           /* rows of each stripe, non-increasing */
+    const long st = stripes(rows, h, len); /* rows per stripe */
     long i0 = 0;
     for (int k_rows = 4; k_rows >= 1; k_rows--) { /* steps i0 .. len[k_rows-1]-1: k_rows rows */
         const long i1 = len[k_rows - 1];
@@ -191,14 +200,8 @@ static inline __attribute__((always_inline)) void short_realigned(const float *r
                                                                  long h, long n, const int nv) {
     vec16 sums[SHORT_OFF_VECS];
     EACH_VEC(v, nv) sums[v] = (vec16){0};
-    long q = 16; /* stripes as in rows_realigned */
-    for (long g = h; q > 1 && g % 2 == 0; g /= 2) q /= 2;
-    const long st = (rows + 4 * q - 1) / (4 * q) * q;
     long len[4];
-    for (int k = 0; k < 4; k++) {
-        const long left = rows - k * st;
-        len[k] = left < 0 ? 0 : left < st ? left : st;
-    }
+    const long st = stripes(rows, h, len); /* as in rows_realigned */
     long frame = (long)(((uintptr_t)x & 63) / 4), i = 0; /* the first rows' m */
     for (; i < len[3]; i++) short_step(x + i * h, w + i, sums, &frame, st, h, n, 4, nv);
     for (; i < len[2]; i++) short_step(x + i * h, w + i, sums, &frame, st, h, n, 3, nv);
