@@ -163,17 +163,18 @@ static inline __attribute__((always_inline)) void sum_rows_of(
     for (long j0 = 0; j0 < cols; j0 += BLOCK_H) {
         const long n = (cols - j0 < BLOCK_H) ? cols - j0 : BLOCK_H;
         float *restrict acc = s + j0;
-        for (long j = 0; j < n; j++) acc[j] = 0.0f;
 #ifdef ALIGNED_STEPS
         if (h % 16 != 0 || ((uintptr_t)(x + j0) & 63) != 0) { /* rows off 64-byte lines */
             if (!ahead && h % 2 == 0 && n >= SHORT_OFF_MIN && OFF_VECS(n) <= SHORT_OFF_VECS) {
-                short_realigned_of(x + j0, w, acc, rows, h, n); /* the sums in registers */
-                continue;
+                short_realigned_of(x + j0, w, acc, rows, h, n); /* the sums in registers: */
+                continue;                                       /* acc written, not added to */
             }
+            for (long j = 0; j < n; j++) acc[j] = 0.0f;
             rows_realigned(x + j0, w, acc, rows, h, n, ahead);
             continue;
         }
 #endif
+        for (long j = 0; j < n; j++) acc[j] = 0.0f;
         long i = 0;
         if (n % (2 * VL) == 0 && d % VL == 0) { /* two vectors of each stripe a step, as read_block:
                                            * from L3 at 16-24 MiB 2-12% faster than the loop
