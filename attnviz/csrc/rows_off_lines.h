@@ -97,6 +97,25 @@ static inline __attribute__((always_inline)) void steps_of(const float *restrict
     }
 }
 
+/* acc[0:n] = the first n numbers of sums[]: whole vectors, then the last numbers by one masked
+ * store (the lanes past them never reach acc). Written, not added to: acc is not zeroed first,
+ * which GCC makes a call to memset for each block of a row (see rows_realigned). Each vector is
+ * loaded into a variable of its own, then stored: a loop of plain vector stores, GCC 12 made a
+ * copy by rep movsq, 8 bytes at a time just after the last step stored the sums 64 at a time
+ * (8x64x61 in L2: 0.50 of the read limit against 0.58 this way, plain C, paired in one process). */
+static inline __attribute__((always_inline)) void store_row(float *restrict acc,
+                                                           const vec16 *sums, long n) {
+    const long full = n / 16;
+    for (long v = 0; v < full; v++) {
+        vec16 a;
+        __builtin_memcpy(&a, sums + v, sizeof a);
+        *(vec16u *)(acc + 16 * v) = a;
+    }
+    if (n % 16)
+        _mm512_mask_storeu_ps(acc + 16 * full, (__mmask16)((1u << (n % 16)) - 1),
+                              (__m512)sums[full]);
+}
+
 /* The rows per stripe (st, returned) of `rows` rows of h numbers off the lines: a multiple of q,
  * the rows from one offset on the line to the same again (q = 16 / gcd(H, 16)), so that the
  * stripes' rows share their offset in every step; len[k] the rows of stripe k (st, then fewer or
@@ -112,13 +131,17 @@ static long stripes(long rows, long h, long len[4]) {
     return st;
 }
 
-/* acc[0:n] += sum over t < rows of w[t] * x[t*h : t*h + n], for rows off the 64-byte lines:
+/* acc[0:n] = sum over t < rows of w[t] * x[t*h : t*h + n], for rows off the 64-byte lines:
  * four stripes of st rows (st a multiple of q, so that the stripes' rows share m in every step;
  * the last stripes shorter, or empty), read as four streams as in sum_rows: steps of four rows
  * while every stripe has one, then of three, two, one. An earlier version made st rows / 4 / q * q
  * and took the rows left (up to 4q + 3) q apart, in short steps of their own: 3x61x777 had no
  * stripe at all, and on two threads in L2 it ran at 0.70 of the read limit. The running sums are
- * kept in an aligned buffer of their own. */
+ * kept in an aligned buffer of their own, and stored into acc at the end (store_row). Before, acc
+ * was zeroed first (by GCC, a call to memset) and the sums added to it: per sentence in L2 that
+ * cost, plain C, paired in one process, 8x64x61 0.54 of the read limit against 0.58-0.59 now,
+ * 7x61x61 0.59 against 0.63, 3x61x777 0.82 against 0.84-0.85 (two threads 0.79-0.80 against
+ * 0.85-0.86), 1x250x777 on two threads 0.89-0.91 against 0.93-0.94. */
 static __attribute__((noinline)) void rows_realigned(const float *restrict x,
                                                      const float *restrict w, float *restrict acc,
                                                      long rows, long h, long n, int ahead) {
@@ -134,8 +157,7 @@ static __attribute__((noinline)) void rows_realigned(const float *restrict x,
             i0 = i1;
         }
     }
-    const float *flat = (const float *)sums;
-    for (long j = 0; j < n; j++) acc[j] += flat[j];
+    store_row(acc, sums, n);
 }
 
 /* short_realigned(..., nv): rows_realigned for short rows of an even H (50 to 241 numbers), the
@@ -148,12 +170,11 @@ static __attribute__((noinline)) void rows_realigned(const float *restrict x,
  * process (alternating which is built first), rows_realigned against this: 8x64x72 0.58 and
  * 0.65 of the read limit, 8x64x100 0.62 and 0.68, 7x61x62 0.59 and 0.65, 4x64x150 0.69 and 0.74,
  * 16x64x200 0.74 and 0.77-0.78; two threads (columns), 16x64x200 0.68-0.79 and 0.79-0.81.
- * At the end the sums are moved to the columns' frame in registers and stored straight into acc,
- * which is written, not added to (so not zeroed first: GCC makes that zeroing a call to memset).
- * Copied out through a buffer on the stack into acc zeroed first, as before, 8x64x100 ran at 0.68
- * of the read limit, 0.74-0.75 this way, 16x64x200 0.77 and 0.82, 7x61x62 0.67-0.68 and
- * 0.71-0.74 (one thread; two, 16x64x200: 0.82-0.83 and 0.88). Kept to the first way with the
- * zeroing, the store alone gained 0-1.5%.
+ * At the end the sums are moved to the columns' frame in registers and stored straight into acc
+ * (store_row: acc is written, not zeroed first and added to). Copied out through a buffer on the
+ * stack into acc zeroed first, as before, 8x64x100 ran at 0.68 of the read limit, 0.74-0.75 this
+ * way, 16x64x200 0.77 and 0.82, 7x61x62 0.67-0.68 and 0.71-0.74 (one thread; two, 16x64x200:
+ * 0.82-0.83 and 0.88). With the zeroing kept, the store alone gained 0-1.5%.
  * Not for:
  *   - an odd H (m takes all 16 values): 5% faster where T is a multiple of 64 (8x64x101), but 10%
  *     slower where a sentence's last steps take fewer rows (7x61x61 0.57 against 0.51, 4x61x225
@@ -218,11 +239,7 @@ static inline __attribute__((always_inline)) void short_realigned(const float *r
     for (int k = 0; k < 16; k++) pick[k] = (int)frame + k;
     EACH_VEC(v, nv)
         sums[v] = __builtin_shuffle(sums[v], v + 1 < nv ? sums[v + 1] : (vec16){0}, pick);
-    const long full = n / 16;
-    for (long v = 0; v < full; v++) *(vec16u *)(acc + 16 * v) = sums[v];
-    if (n % 16) /* the last numbers only: the lanes past them never reach acc */
-        _mm512_mask_storeu_ps(acc + 16 * full, (__mmask16)((1u << (n % 16)) - 1),
-                              (__m512)sums[full]);
+    store_row(acc, sums, n);
 }
 
 /* short_realigned, one copy per number of running sums */
