@@ -10,7 +10,10 @@ threads, which then slowed every torch call after it. ``csrc/weighted_rows.c`` s
 of two ways, picked by where x sits (``mode``): where a thread's share fits in its L2, in tiles of
 256 columns with the running sums in registers, the threads sharing a sentence by its columns;
 beyond, in four stripes of rows read side by side (four long streams, which keep memory busy)
-into running sums in L1, threads taking units of work as they come free.
+into running sums in L1, threads taking units of work as they come free. Rows that do not start
+on a 64-byte line (H not a multiple of 16) are read as whole lines and moved into place by
+permutes (``csrc/rows_off_lines.h``; short rows of an even H with their running sums in
+registers).
 
 The same library holds the read limit (``attnviz.native_read``): a plain read of x in C, built
 with the same flags, run on the same threads and cut the same way, into independent vector sums,
