@@ -160,30 +160,26 @@ static __attribute__((noinline)) void rows_realigned(const float *restrict x,
     store_row(acc, sums, n);
 }
 
-/* short_realigned(..., nv): rows_realigned for short rows of an even H (50 to 241 numbers), the
- * running sums in registers: nv of them (a constant in each copy, short_realigned_of; every loop
- * over them unrolled), enough for a row's lines and one more. They are kept in the frame of the
- * step's rows (column j at lane j + m of the sums) and moved to the next step's frame by one
- * permute each, then the step's K rows (as in rows_realigned: rows that share m, one from each
- * stripe) weighted and added. In L2, rows_realigned's sums in memory (loaded and stored every
- * step) and its loop of a few lines a row made such rows slow. One thread, plain C, paired in one
- * process (alternating which is built first), rows_realigned against this: 8x64x72 0.58 and
- * 0.65 of the read limit, 8x64x100 0.62 and 0.68, 7x61x62 0.59 and 0.65, 4x64x150 0.69 and 0.74,
- * 16x64x200 0.74 and 0.77-0.78; two threads (columns), 16x64x200 0.68-0.79 and 0.79-0.81.
- * At the end the sums are moved to the columns' frame in registers and stored straight into acc
- * (store_row: acc is written, not zeroed first and added to). Copied out through a buffer on the
- * stack into acc zeroed first, as before, 8x64x100 ran at 0.68 of the read limit, 0.74-0.75 this
- * way, 16x64x200 0.77 and 0.82, 7x61x62 0.67-0.68 and 0.71-0.74 (one thread; two, 16x64x200:
- * 0.82-0.83 and 0.88). With the zeroing kept, the store alone gained 0-1.5%.
- * Not for:
- *   - an odd H (m takes all 16 values): 5% faster where T is a multiple of 64 (8x64x101), but 10%
- *     slower where a sentence's last steps take fewer rows (7x61x61 0.57 against 0.51, 4x61x225
- *     0.78 against 0.69), for no reason found;
- *   - under 50 numbers: no faster (16x64x45 0.41-0.47 against 0.42-0.44; 1x37x29 0.70-0.78
- *     against 0.57: a step of a few lines then waits on the last step's permute and add);
- *   - asking for lines ahead, which it does not: from DRAM (2048x256x200, one thread) 0.94 of
- *     the read limit, rows_realigned asking ahead 0.98, which the caller's timing keeps. */
-#define SHORT_OFF_MIN 50   /* numbers: no faster below */
+/* short_realigned(..., nv): rows_realigned for short rows (18 to 241 numbers), the running sums in
+ * registers: nv of them (a constant in each copy, short_realigned_of; every loop over them
+ * unrolled), enough for a row's lines and one more. They are kept in the frame of the step's rows
+ * (column j at lane j + m of the sums) and moved to the next step's frame by one permute each,
+ * then the step's K rows (as in rows_realigned: rows that share m, one from each stripe) weighted
+ * and added. At the end they are moved to the columns' frame in registers and stored into acc
+ * (store_row). In L2, rows_realigned's sums in memory (loaded and stored every step) and its loop
+ * of a few lines a row made such rows slow. One thread, plain C, paired in one process
+ * (alternating which is built first), rows_realigned against this, both storing as store_row:
+ * 8x64x61 0.57-0.59 of the read limit and 0.66-0.67, 7x61x61 0.62-0.63 and 0.71-0.72, 8x61x51
+ * 0.57 and 0.65, 8x64x101 0.61-0.66 and 0.70-0.72, 16x61x201 0.77 and 0.82-0.83, 4x61x225
+ * 0.82-0.84 and 0.86-0.87; below 50 numbers (with 50 the least) 16x64x45 0.53 and 0.61, 16x64x36
+ * 0.48 and 0.55, 16x64x24 0.41 and 0.48. (Before store_row, with acc zeroed by a call to memset and
+ * the sums copied out by another, this path was 5% faster than rows_realigned for an odd H where
+ * T is a multiple of 64 and 10% slower elsewhere, and no faster below 50 numbers: those calls, not
+ * the path, made the difference.) Not for rows of 17 numbers or fewer (a line or two: nothing to
+ * gain), nor where the stripes ask for lines ahead, which it does not: from DRAM (2048x256x200,
+ * one thread) 0.94 of the read limit, rows_realigned asking ahead 0.98, which the caller's timing
+ * keeps. */
+#define SHORT_OFF_MIN 18   /* numbers: three running sums at least */
 #define SHORT_OFF_VECS 16  /* running sums at most: up to 241 numbers */
 #define OFF_VECS(n) (((n) + 30) / 16) /* lines of a row of n numbers at most, and one more */
 static inline __attribute__((always_inline)) void short_step(const float *restrict row,
@@ -248,8 +244,8 @@ static void short_realigned_of(const float *restrict x, const float *restrict w,
     switch (OFF_VECS(n)) {
 #define OFF_CASE(nv)                                                                               \
     case nv: short_realigned(x, w, acc, rows, h, n, nv); break;
-        OFF_CASE(5) OFF_CASE(6) OFF_CASE(7) OFF_CASE(8) OFF_CASE(9) OFF_CASE(10)
-        OFF_CASE(11) OFF_CASE(12) OFF_CASE(13) OFF_CASE(14) OFF_CASE(15) OFF_CASE(16)
+        OFF_CASE(3) OFF_CASE(4) OFF_CASE(5) OFF_CASE(6) OFF_CASE(7) OFF_CASE(8) OFF_CASE(9)
+        OFF_CASE(10) OFF_CASE(11) OFF_CASE(12) OFF_CASE(13) OFF_CASE(14) OFF_CASE(15) OFF_CASE(16)
 #undef OFF_CASE
     }
 }

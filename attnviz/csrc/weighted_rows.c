@@ -165,7 +165,7 @@ static inline __attribute__((always_inline)) void sum_rows_of(
         float *restrict acc = s + j0;
 #ifdef ALIGNED_STEPS
         if (h % 16 != 0 || ((uintptr_t)(x + j0) & 63) != 0) { /* rows off 64-byte lines */
-            if (!ahead && h % 2 == 0 && n >= SHORT_OFF_MIN && OFF_VECS(n) <= SHORT_OFF_VECS)
+            if (!ahead && n >= SHORT_OFF_MIN && OFF_VECS(n) <= SHORT_OFF_VECS)
                 short_realigned_of(x + j0, w, acc, rows, h, n); /* the sums in registers */
             else
                 rows_realigned(x + j0, w, acc, rows, h, n, ahead); /* acc written, not added to */
