@@ -1,13 +1,13 @@
 #!/bin/bash
 # Twelfth round (issue 32, L2, short rows off the 64-byte lines), the same Intel Xeon (Emerald
 # Rapids, AVX-512, 2 MiB of L2 per core, 300 MiB of L3): five runs per thread count of the tree
-# whose kernel keeps the running sums of short rows of an even H in registers and stores rows off
+# whose kernel keeps the running sums of short rows (18-241 numbers) in registers and stores rows off
 # the lines whole into the output (after), five of
 # the tree before (before = c327eef, unpacked in /tmp/before), in alternating processes. Short rows
-# of an even H (the register sums), then odd H and long rows (the stores only).
+# (the register sums, odd H included), then long rows of an odd H (the stores only).
 cd /work/main
 D=benchmarks/runs/issue32r
-SIZES=8x64x72,8x64x100,4x64x150,4x64x200,16x64x200,7x61x62,2x128x226,8x64x61,3x61x777,1x250x777
+SIZES=7x61x61,16x64x45,8x64x72,8x64x100,4x64x150,4x64x200,16x64x200,7x61x62,2x128x226,8x64x61,3x61x777,1x250x777
 lscpu > $D/lscpu.txt
 : > $D/load.txt
 for tree in /work/main /tmp/before; do  # the kernel and operator built before any timing
