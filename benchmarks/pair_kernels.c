@@ -1,0 +1,103 @@
+/* Two builds of the fused kernel against the read limit, paired in one process (plain C, no
+ * Python in the way): how RESULTS.md's "plain C, paired in one process" numbers are measured.
+ * Built and run by benchmarks/pair_kernels.sh, which compiles each tree's weighted_rows.c with
+ * its entry point renamed (weighted_rows_f32 -> wr_a, wr_b).
+ *
+ *   pair_kernels B T H GROUP SPLIT THREADS MODE   (the kernel's shape argument, as native.py plans it)
+ *
+ * x (B, T, H) and w (B, T) hold fresh random numbers. Both builds are first checked against a
+ * float64 reference (a build that sums wrongly is reported and not timed). Then rounds of one block
+ * of 10 calls of each: the read limit's three ways (read_floats modes 0-2), A and B, in that
+ * order; the fastest block of each is kept (the least disturbed on a shared machine). Prints the
+ * read limit (the fastest way) in GB/s and each build's fastest block over the limit's: the
+ * same x, in the same place, in the same process, so that where x sits in memory (which moves
+ * results by a few % from one process to the next) is the same for both.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+double read_floats(const float *x, long n, long unit, int threads, int mode);
+void wr_a(const float *x, const float *w, float *out, float *partial, const long *shape);
+void wr_b(const float *x, const float *w, float *out, float *partial, const long *shape);
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+/* the largest |out - ref| over the largest |ref| (0 where ref is all 0) */
+static double error(const float *out, const double *ref, long n) {
+    double err = 0.0, scale = 0.0;
+    for (long i = 0; i < n; i++) {
+        const double e = fabs(out[i] - ref[i]);
+        err = e > err || isnan(e) ? e : err;
+        scale = fabs(ref[i]) > scale ? fabs(ref[i]) : scale;
+    }
+    return scale > 0.0 ? err / scale : err;
+}
+
+int main(int argc, char **argv) {
+    if (argc != 8) {
+        fprintf(stderr, "usage: %s B T H GROUP SPLIT THREADS MODE\n", argv[0]);
+        return 2;
+    }
+    long sh[7];
+    for (int i = 0; i < 7; i++) sh[i] = atol(argv[1 + i]);
+    const long b = sh[0], t = sh[1], h = sh[2], n = b * t * h;
+    if (b <= 0 || t <= 0 || h <= 0 || sh[3] <= 0 || sh[4] <= 0 || sh[5] <= 0) {
+        fprintf(stderr, "B, T, H, GROUP, SPLIT and THREADS must be positive\n");
+        return 2;
+    }
+    const long unit = ((n + sh[5] - 1) / sh[5] + 255) / 256 * 256; /* one unit per thread */
+    float *x = aligned_alloc(64, (size_t)(n * 4 + 63) / 64 * 64);
+    float *w = malloc((size_t)(b * t) * 4), *out = malloc((size_t)(b * h) * 4);
+    float *partial = malloc((size_t)(b * h * sh[4]) * 4);
+    double *ref = calloc((size_t)(b * h), sizeof(double));
+    if (!x || !w || !out || !partial || !ref) {
+        fprintf(stderr, "out of memory\n");
+        return 1;
+    }
+    srand(1);
+    for (long i = 0; i < n; i++) x[i] = (float)rand() / RAND_MAX - 0.5f;
+    for (long i = 0; i < b * t; i++) w[i] = (float)rand() / RAND_MAX;
+    for (long s = 0; s < b; s++)
+        for (long r = 0; r < t; r++)
+            for (long j = 0; j < h; j++)
+                ref[s * h + j] += (double)w[s * t + r] * x[(s * t + r) * h + j];
+    void (*const kernel[2])(const float *, const float *, float *, float *, const long *) = {wr_a,
+                                                                                          wr_b};
+    const double tol = 1e-5 * sqrt((double)t); /* float32 sums of t terms, in any order */
+    for (int k = 0; k < 2; k++) {
+        kernel[k](x, w, out, partial, sh);
+        const double err = error(out, ref, b * h);
+        if (!(err <= tol)) {
+            printf("%ldx%ldx%ld: %c sums wrongly (error %.3g of the largest sum, tolerance %.3g)\n",
+                   b, t, h, "AB"[k], err, tol);
+            return 1;
+        }
+    }
+    double best[5] = {INFINITY, INFINITY, INFINITY, INFINITY, INFINITY};
+    volatile double sink = 0.0;
+    const int rounds = n > 10000000 ? 40 : 600;
+    for (int r = 0; r < rounds; r++)
+        for (int way = 0; way < 5; way++) {
+            const double t0 = now();
+            for (int c = 0; c < 10; c++) {
+                if (way < 3)
+                    sink += read_floats(x, n, unit, (int)sh[5], way);
+                else
+                    kernel[way - 3](x, w, out, partial, sh);
+            }
+            const double dt = now() - t0;
+            best[way] = dt < best[way] ? dt : best[way];
+        }
+    double limit = best[0];
+    for (int way = 1; way < 3; way++) limit = best[way] < limit ? best[way] : limit;
+    printf("%ldx%ldx%ld threads %ld mode %ld: read limit %.1f GB/s  A %.3f  B %.3f\n", b, t, h,
+           sh[5], sh[6], 10.0 * n * 4 / limit / 1e9, limit / best[3], limit / best[4]);
+    free(x), free(w), free(out), free(partial), free(ref);
+    return 0;
+}

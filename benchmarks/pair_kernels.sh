@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Two versions of the fused kernel against the read limit, paired in one process (plain C):
+#
+#   benchmarks/pair_kernels.sh A_DIR B_DIR SHAPE[@THREADS] ...
+#   benchmarks/pair_kernels.sh attnviz/csrc /tmp/changed 7x61x61 3x61x777@2
+#
+# A_DIR and B_DIR each hold a weighted_rows.c and the headers it includes (attnviz/csrc, or a
+# changed copy of it). Each is built with attnviz/native.py's flags, its entry point renamed;
+# the read limit (read_floats.c) comes from A_DIR. Each shape (BxTxH, THREADS threads, 1 if not
+# given) runs as the library would call it from L2 or the last-level cache: its plan (group,
+# split, mode) from attnviz.native, the stripes not asking for lines ahead (the library times
+# that way only on a shape's first call from beyond L2). benchmarks/pair_kernels.c says what is
+# printed. Run it from the repository root with its venv (PYTHON=... to use another).
+set -euo pipefail
+if [ $# -lt 3 ]; then
+    sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
+    exit 2
+fi
+a_dir=$1 b_dir=$2
+shift 2
+root=$(cd "$(dirname "$0")/.." && pwd)
+python=${PYTHON:-$root/.venv/bin/python}
+cc=${CC:-cc}
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+
+flags=$(cd "$root" && "$python" -c '
+from attnviz import native
+print(" ".join(f for f in (*native.FLAGS, *native.NATIVE_FLAGS) if f != "-shared"))')
+for side in a b; do
+    dir=$a_dir
+    [ $side = b ] && dir=$b_dir
+    # shellcheck disable=SC2086  # flags are words
+    $cc $flags -Dweighted_rows_f32=wr_$side -Dweighted_rows_tile=tile_$side \
+        -Dweighted_rows_lanes=lanes_$side -Dweighted_rows_realigns=realigns_$side \
+        -Dweighted_rows_abi=abi_$side -c "$dir/weighted_rows.c" -o "$out/$side.o"
+done
+# shellcheck disable=SC2086
+$cc $flags -c "$a_dir/read_floats.c" -o "$out/read.o"
+$cc -O2 -std=c11 "$root/benchmarks/pair_kernels.c" "$out/a.o" "$out/b.o" "$out/read.o" \
+    -fopenmp -lm -o "$out/pair"
+
+for arg in "$@"; do
+    shape=${arg%@*} threads=1
+    [ "$arg" != "$shape" ] && threads=${arg#*@}
+    # shellcheck disable=SC2046  # the seven numbers of the kernel's shape argument
+    "$out/pair" $(cd "$root" && "$python" - "$shape" "$threads" <<'EOF'
+import sys
+
+from attnviz import native
+
+b, t, h = (int(v) for v in sys.argv[1].split("x"))
+call, _ = native.call_plan(b, t, h, int(sys.argv[2]))  # a fresh process: not asking ahead
+print(*call)
+EOF
+)
+done

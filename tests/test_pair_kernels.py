@@ -1,0 +1,73 @@
+"""benchmarks/pair_kernels.sh, the plain-C pairing of two kernel trees that RESULTS.md's "plain C,
+paired in one process" numbers come from: it times both trees against the read limit, and refuses
+to time a tree that sums wrongly. Correctness only: no timing assertions."""
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from attnviz import native
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "benchmarks" / "pair_kernels.sh"
+CSRC = ROOT / "attnviz" / "csrc"
+LINE = re.compile(
+    r"^(\d+)x(\d+)x(\d+) threads (\d+) mode (\d+): read limit ([\d.]+) GB/s  A ([\d.]+)  B ([\d.]+)$"
+)
+
+pytestmark = [
+    pytest.mark.slow,  # two builds of the kernel at -O3 per run
+    pytest.mark.skipif(native.find_compiler() is None, reason="no C compiler"),
+]
+
+
+def pair(a: Path, b: Path, *shapes: str) -> subprocess.CompletedProcess:
+    env = {"PATH": "/usr/bin:/bin", "PYTHON": sys.executable}
+    return subprocess.run(
+        [str(SCRIPT), str(a), str(b), *shapes],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def test_one_tree_twice_reads_the_same_shapes_as_the_library_plans_them():
+    # odd H off the 64-byte lines on one thread, and two threads sharing the sentence
+    done = pair(CSRC, CSRC, "3x17x45", "1x200x777@2")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert len(lines) == 2, done.stdout
+    for line, (shape, threads) in zip(lines, [((3, 17, 45), 1), ((1, 200, 777), 2)], strict=True):
+        m = LINE.match(line)
+        assert m, line
+        assert tuple(int(v) for v in m.groups()[:3]) == shape
+        assert int(m.group(4)) == native.plan(*shape, threads)[0] == threads
+        assert float(m.group(6)) > 0
+        for ratio in (float(m.group(7)), float(m.group(8))):  # each against the read limit
+            assert 0 < ratio < 5, line  # far above 1, the limit itself would be wrong
+
+
+def test_a_tree_that_sums_wrongly_is_named_and_not_timed(tmp_path):
+    broken = tmp_path / "csrc"
+    shutil.copytree(CSRC, broken)
+    source = broken / "weighted_rows.c"
+    text = source.read_text()
+    one_row_short = text.replace("t = shape[1],", "t = shape[1] - 1,", 1)
+    assert one_row_short != text  # the mutation found its target
+    source.write_text(one_row_short)
+    done = pair(CSRC, broken, "3x17x45")
+    assert done.returncode == 1
+    assert re.match(r"3x17x45: B sums wrongly \(error [\d.e+-]+ of the largest sum", done.stdout)
+    assert "read limit" not in done.stdout
+
+
+def test_without_shapes_it_says_how_to_use_it():
+    done = pair(CSRC, CSRC)
+    assert done.returncode == 2
+    assert "A_DIR B_DIR SHAPE[@THREADS]" in done.stdout
