@@ -12,8 +12,10 @@ of two ways, picked by where x sits (``mode``): where a thread's share fits in i
 beyond, in four stripes of rows read side by side (four long streams, which keep memory busy)
 into running sums in L1, threads taking units of work as they come free. Rows that do not start
 on a 64-byte line (H not a multiple of 16) are read as whole lines and moved into place by
-permutes (``csrc/rows_off_lines.h``; short rows of an even H with their running sums in
-registers).
+permutes (``csrc/rows_off_lines.h``; short rows, 18-241 numbers, with their running sums in
+registers). Reading whole lines reads the bytes beside x on its first and last line too; a small
+x with subnormal numbers there (a malloc header past a small tensor's end reads as one) is
+copied away from them first, as each multiply of one costs the CPU a microcode assist.
 
 The same library holds the read limit (``attnviz.native_read``): a plain read of x in C, built
 with the same flags, run on the same threads and cut the same way, into independent vector sums,

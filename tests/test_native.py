@@ -225,6 +225,33 @@ def test_a_view_that_starts_off_a_line_is_summed_right(offset, h, summed_in):
 
 
 @needs_kernel
+@pytest.mark.parametrize("offset", [0, 3])  # x on a line's start, or 3 numbers into it
+@pytest.mark.parametrize(
+    "shape",
+    [(2, 3, 5), (1, 3, 1), (4, 30, 17), (3, 7, 61)]  # small: copied away from what lies beside
+    + [(3, 61, 777)],  # larger than the copy: summed where it is
+)
+def test_subnormal_numbers_beside_x_change_nothing(shape, offset):
+    """x's first and last lines are read whole; what lies on them beside x (here subnormal
+    numbers, as a malloc header's small integers read) never reaches a sum, whether the kernel
+    sums x where it is or, where that is small, copies it first: the same sums to the bit as x
+    between zeros, and the float64 reference's."""
+    x, w = random_inputs(*shape, seed=offset + shape[2])
+    n = x.numel()
+    around = []
+    for fill in (1e-40, 0.0):  # subnormal (0x11d7d), then zero
+        flat = torch.full((offset + n + 32,), fill)
+        flat[offset : offset + n] = x.reshape(-1)
+        around.append(flat[offset : offset + n].view(shape))
+    beside_subnormals, beside_zeros = around
+    assert beside_subnormals[(0,) * 3].item() == x[(0,) * 3].item()  # the view holds x
+    assert flat.data_ptr() % 64 == 0 and (offset + n) % 16 != 0  # x ends inside a line
+    got = native.weighted_rows(beside_subnormals, w, threads=1)
+    assert torch.equal(got, native.weighted_rows(beside_zeros, w, threads=1))
+    assert_close(got, expected(x, w), rtol=1e-5, atol=1e-4)
+
+
+@needs_kernel
 def test_nan_and_inf_propagate_like_the_one_liner():
     x, w = random_inputs(2, 64, 600, seed=2)
     x[0, 5, 7] = float("nan")

@@ -355,6 +355,11 @@ void weighted_rows_f32(const float *x, const float *w, float *out, float *partia
         for (long i = 0; i < b * h; i++) out[i] = 0.0f;
         return;
     }
+#ifdef ALIGNED_STEPS
+    float pad[EDGE_COPY_NUMEL + 32] __attribute__((aligned(64))); /* see subnormal_edges */
+    if (b * t * h <= EDGE_COPY_NUMEL && subnormal_edges(x, b * t * h))
+        x = padded(x, b * t * h, pad); /* a small x beside subnormal numbers: summed in pad */
+#endif
     if (kind == 1 || kind == 2) { /* the threads share sentences by their columns */
         const int tiles = kind == 1;
         const long per = tiles ? (h / TILE + split - 1) / split * TILE /* columns per chunk */
