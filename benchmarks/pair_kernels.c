@@ -3,9 +3,12 @@
  * Built and run by benchmarks/pair_kernels.sh, which compiles each tree's weighted_rows.c with
  * its entry point renamed (weighted_rows_f32 -> wr_a, wr_b).
  *
- *   pair_kernels B T H GROUP SPLIT THREADS MODE   (the kernel's shape argument, as native.py plans it)
+ *   pair_kernels B T H GROUP SPLIT THREADS MODE [AROUND]
  *
- * x (B, T, H) and w (B, T) hold fresh random numbers. Both builds are first checked against a
+ * (the kernel's shape argument, as native.py plans it). x (B, T, H) and w (B, T) hold fresh random
+ * numbers; x starts on a 64-byte line, and the 64 bytes before it and everything after it up to
+ * the next line but one hold AROUND, the bits of a float (0 unless given: 0x31, a subnormal, is
+ * what a malloc header past a small tensor's end reads as; the kernel reads whole lines). Both builds are first checked against a
  * float64 reference (a build that sums wrongly is reported and not timed). Then rounds of one block
  * of 10 calls of each: the read limit's three ways (read_floats modes 0-2), A and B, in that
  * order; the fastest block of each is kept (the least disturbed on a shared machine). Prints the
@@ -14,8 +17,10 @@
  * results by a few % from one process to the next) is the same for both.
  */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 double read_floats(const float *x, long n, long unit, int threads, int mode);
@@ -40,10 +45,11 @@ static double error(const float *out, const double *ref, long n) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 8) {
-        fprintf(stderr, "usage: %s B T H GROUP SPLIT THREADS MODE\n", argv[0]);
+    if (argc != 8 && argc != 9) {
+        fprintf(stderr, "usage: %s B T H GROUP SPLIT THREADS MODE [AROUND]\n", argv[0]);
         return 2;
     }
+    const uint32_t around = argc == 9 ? (uint32_t)strtoul(argv[8], NULL, 0) : 0;
     long sh[7];
     for (int i = 0; i < 7; i++) sh[i] = atol(argv[1 + i]);
     const long b = sh[0], t = sh[1], h = sh[2], n = b * t * h;
@@ -52,14 +58,16 @@ int main(int argc, char **argv) {
         return 2;
     }
     const long unit = ((n + sh[5] - 1) / sh[5] + 255) / 256 * 256; /* one unit per thread */
-    float *x = aligned_alloc(64, (size_t)(n * 4 + 63) / 64 * 64);
+    float *const buf = aligned_alloc(64, (size_t)(n * 4 + 63) / 64 * 64 + 128);
+    float *const x = buf + 16; /* a line of AROUND before x, and up to a line after it */
     float *w = malloc((size_t)(b * t) * 4), *out = malloc((size_t)(b * h) * 4);
     float *partial = malloc((size_t)(b * h * sh[4]) * 4);
     double *ref = calloc((size_t)(b * h), sizeof(double));
-    if (!x || !w || !out || !partial || !ref) {
+    if (!buf || !w || !out || !partial || !ref) {
         fprintf(stderr, "out of memory\n");
         return 1;
     }
+    for (long i = 0; i < 16 + (n + 15) / 16 * 16 + 16; i++) memcpy(buf + i, &around, 4);
     srand(1);
     for (long i = 0; i < n; i++) x[i] = (float)rand() / RAND_MAX - 0.5f;
     for (long i = 0; i < b * t; i++) w[i] = (float)rand() / RAND_MAX;
@@ -98,6 +106,6 @@ int main(int argc, char **argv) {
     for (int way = 1; way < 3; way++) limit = best[way] < limit ? best[way] : limit;
     printf("%ldx%ldx%ld threads %ld mode %ld: read limit %.1f GB/s  A %.3f  B %.3f\n", b, t, h,
            sh[5], sh[6], 10.0 * n * 4 / limit / 1e9, limit / best[3], limit / best[4]);
-    free(x), free(w), free(out), free(partial), free(ref);
+    free(buf), free(w), free(out), free(partial), free(ref);
     return 0;
 }

@@ -11,9 +11,10 @@
 # split, mode) from attnviz.native, the stripes not asking for lines ahead (the library times
 # that way only on a shape's first call from beyond L2). benchmarks/pair_kernels.c says what is
 # printed. Run it from the repository root with its venv (PYTHON=... to use another).
+# AROUND=0x31 fills the bytes beside x with those bits (a subnormal float; 0 if not given).
 set -euo pipefail
 if [ $# -lt 3 ]; then
-    sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
 fi
 a_dir=$1 b_dir=$2
@@ -53,5 +54,5 @@ b, t, h = (int(v) for v in sys.argv[1].split("x"))
 call, _ = native.call_plan(b, t, h, int(sys.argv[2]))  # a fresh process: not asking ahead
 print(*call)
 EOF
-)
+) "${AROUND:-0}"
 done
