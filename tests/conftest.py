@@ -122,6 +122,7 @@ FIRST = [
     "test_serving_live.py",
     "test_hostile.py",
     "test_native.py",
+    "test_native_build.py",
     "test_bench_worker.py",
     "test_grade_class.py",
     "test_live_class_browser.py",

@@ -1,13 +1,8 @@
 """The C kernel behind "fused" on the CPU (attnviz.native): against float64, its work plan, its
-edges (empty axes, NaN and inf, bad arguments), its build and cache, and its fallback."""
+edges (empty axes, NaN and inf, what lies beside x, bad arguments) and its read limit. Its build,
+cache and fallback: tests/test_native_build.py."""
 
-import json
 import math
-import os
-import re
-import subprocess
-import sys
-import textwrap
 import threading
 
 import pytest
@@ -17,7 +12,7 @@ from hypothesis import strategies as st
 from torch.testing import assert_close
 
 import attnviz
-from attnviz import AttnvizError, fused, native, native_op, native_read
+from attnviz import AttnvizError, fused, native, native_read
 
 needs_kernel = pytest.mark.skipif(
     not native.available(), reason=f"no C kernel here: {native.build().detail}"
@@ -411,147 +406,6 @@ def test_fused_uses_the_kernel_at_every_size(monkeypatch):
     assert fused.fused_path(x, w) == fused.fused_path(*tiny) == "C row-sum kernel"
     assert fused.choose_method("cpu", (2, 3, 5), torch.float32) == "fused"
     assert fused.fused_path(x.double(), w.double()) == "embedding-bag row sum"
-
-
-# --- building: run in fresh processes, each with its own cache folder and environment ----------
-
-BUILD_SCRIPT = textwrap.dedent(
-    """
-    import json, torch, attnviz
-    from attnviz import native, fused
-    b = native.build()
-    g = torch.Generator().manual_seed(0)
-    x = torch.randn(4, 128, 512, generator=g)
-    w = torch.rand(4, 128, generator=g)
-    got = attnviz.weighted_sum(x, w, method="fused")
-    ok = torch.allclose(got.double(), attnviz.reference(x, w), rtol=1e-5, atol=1e-4)
-    print(json.dumps({"ok": b.ok, "detail": b.detail, "compiled": b.compile_s is not None,
-                      "path": fused.fused_path(x, w), "correct": ok}))
-    """
-)
-
-
-def run_build(cache, **env):
-    # the C library alone: the operator around it (native_op) has tests of its own
-    full = dict(os.environ, ATTNVIZ_CACHE_DIR=str(cache), ATTNVIZ_NATIVE_OP="0", **env)
-    res = subprocess.run(
-        [sys.executable, "-c", BUILD_SCRIPT], capture_output=True, text=True, timeout=180, env=full
-    )
-    assert res.returncode == 0, res.stderr[-2000:]
-    return json.loads(res.stdout.strip().splitlines()[-1])
-
-
-@pytest.mark.slow
-@needs_kernel
-def test_build_is_cached_between_processes(tmp_path):
-    first = run_build(tmp_path)
-    second = run_build(tmp_path)
-    assert first["ok"] and first["compiled"] and first["correct"]
-    assert second["ok"] and not second["compiled"] and second["correct"]
-    assert first["path"] == "C row-sum kernel"
-    assert [p.suffix for p in tmp_path.iterdir()] in ([".so"], [".dylib"])  # no temporary left
-
-
-def test_the_cached_librarys_name_hashes_every_source_and_header_it_is_built_from():
-    """A change to any file the kernel is compiled from names a new library: a header left out
-    would let an old build be loaded for new code."""
-    csrc = native.SOURCE.parent
-    built = {csrc / n for n in ("weighted_rows.c", "read_floats.c")}
-    built |= {csrc / n for s in built for n in _included(s.read_text(encoding="utf-8"))}
-    assert set(native.BUILT_FROM) == built == set(native.SOURCES) | set(csrc.glob("*.h"))
-
-
-def _included(source: str) -> set[str]:
-    """The project's headers a C source includes (#include "name"), and theirs in turn."""
-    names = set(re.findall(r'^#include "([^"]+)"', source, re.M))
-    for name in list(names):
-        names |= _included((native.SOURCE.parent / name).read_text(encoding="utf-8"))
-    return names
-
-
-@pytest.mark.slow
-@needs_kernel
-def test_processes_building_at_once_all_get_a_working_kernel(tmp_path):
-    full = dict(os.environ, ATTNVIZ_CACHE_DIR=str(tmp_path), ATTNVIZ_NATIVE_OP="0")
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", BUILD_SCRIPT], stdout=subprocess.PIPE, text=True, env=full
-        )
-        for _ in range(3)
-    ]
-    outs = [p.communicate(timeout=180)[0] for p in procs]
-    assert all(p.returncode == 0 for p in procs)
-    assert all('"ok": true' in o and '"correct": true' in o for o in outs)
-    assert len(list(tmp_path.iterdir())) == 1  # one library, renamed into place whole
-
-
-# --- in this process: the same report as in a fresh process with this environment --------------
-
-
-@pytest.fixture
-def build_here(monkeypatch, tmp_path):
-    """A build as a fresh process with this environment would make it: this process's own build
-    is forgotten for the test (and given back after); -> a function of the environment that
-    reports like BUILD_SCRIPT."""
-
-    def run(**env) -> dict:
-        monkeypatch.setattr(native, "_built", None)
-        monkeypatch.setattr(native_op, "loaded", None)  # nor the operator around it
-        monkeypatch.setattr(native_op, "learn", lambda x, threads: None)
-        monkeypatch.setenv("ATTNVIZ_CACHE_DIR", str(tmp_path))
-        for key, value in env.items():
-            monkeypatch.setenv(key, value)
-        b = native.build()
-        x, w = random_inputs(4, 128, 512, seed=0)
-        got = attnviz.weighted_sum(x, w, method="fused")
-        return {
-            "ok": b.ok,
-            "detail": b.detail,
-            "compiled": b.compile_s is not None,
-            "path": fused.fused_path(x, w),
-            "correct": torch.allclose(got.double(), attnviz.reference(x, w), rtol=1e-5, atol=1e-4),
-        }
-
-    return run
-
-
-@pytest.mark.parametrize(
-    ("env", "reason"),
-    [
-        ({"CC": "/nonexistent/cc"}, "the C compiler does not answer"),
-        ({"CC": "false"}, "the C compiler does not answer"),
-        ({"ATTNVIZ_NATIVE": "0"}, "turned off by ATTNVIZ_NATIVE=0"),
-    ],
-    ids=["missing compiler", "broken compiler", "turned off"],
-)
-def test_without_the_kernel_fused_falls_back_and_says_why(build_here, tmp_path, env, reason):
-    out = build_here(**env)
-    assert not out["ok"] and out["detail"].startswith(reason)
-    assert out["path"] == "embedding-bag row sum" and out["correct"]
-    assert list(tmp_path.iterdir()) == []
-
-
-@pytest.mark.slow  # compiles the kernel
-@needs_kernel
-def test_an_unwritable_cache_builds_in_a_private_folder(build_here, tmp_path):
-    blocker = tmp_path / "a file"
-    blocker.write_text("not a folder")
-    out = build_here(ATTNVIZ_CACHE_DIR=str(blocker / "cache"))  # its parent is a file
-    assert out["ok"] and out["compiled"] and out["correct"]
-    assert out["path"] == "C row-sum kernel"
-
-
-def test_a_failed_compile_is_reported_with_the_compilers_words(build_here, tmp_path):
-    # a "compiler" that answers --version but cannot compile
-    fake = tmp_path / "fakecc"
-    fake.write_text(
-        '#!/bin/sh\nif [ "$1" = --version ]; then echo fakecc 1.0; exit 0; fi\n'
-        'echo "fakecc: error: no" >&2; exit 1\n'
-    )
-    fake.chmod(0o755)
-    out = build_here(CC=str(fake))
-    assert not out["ok"] and "compiling weighted_rows.c failed: fakecc: error: no" in out["detail"]
-    assert out["path"] == "embedding-bag row sum" and out["correct"]
 
 
 @needs_kernel
