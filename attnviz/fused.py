@@ -183,6 +183,10 @@ def fused_reason(x: Tensor, w: Tensor) -> str:
     if path == "embedding-bag row sum":
         return f"no C kernel for this input ({_no_kernel(x)})"
     reason = "one pass over x, no (B, T, H) temporary, and a call with less fixed cost than bmm's"
+    if (through_ctypes := native_op.why_ctypes()) is not None:  # the claim is the operator's
+        reason = (
+            f"one pass over x and no (B, T, H) temporary, called through ctypes {through_ctypes}"
+        )
     threads = torch.get_num_threads()
     ahead = native.asks_ahead(*x.shape, threads) if x.dim() == 3 else None
     if ahead is not None and native.may_ask_ahead(*x.shape, threads):  # timed: which way won

@@ -361,6 +361,20 @@ def fastest_reader(
     return readers[min(best, key=best.__getitem__)]
 
 
+def why_ctypes() -> str | None:
+    """None where fused calls the kernel through the operator (``loaded``); else why it calls it
+    through ctypes for now, in a few words (the Performance page and the benchmark's tables say
+    it: through ctypes a call costs several µs more, more than bmm's at the smallest sizes)."""
+    if loaded is not None:
+        return None
+    outcome = _outcome if _done.is_set() else None
+    if outcome is None:
+        return "while the operator that calls it with less fixed cost is built"
+    if outcome.detail.startswith(NOT_YET):
+        return "until the server has built the operator that calls it with less fixed cost"
+    return f"without the operator that calls it with less fixed cost: {outcome.detail}"
+
+
 def learn(x: Tensor, threads: int) -> None:
     """Hand the operator the plan for x's shape on ``threads`` threads (``native.plan``), which
     the ctypes path just ran; the first call starts the operator's build."""

@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 
 import pytest
 import torch
@@ -122,6 +123,53 @@ def test_auto_takes_the_c_kernel_at_every_size_where_it_builds(shape):
     x, w = random_inputs(*shape, seed=4)
     assert fused.fused_path(x, w) == "C row-sum kernel"
     assert_close(fused.weighted_sum_auto(x, w), oracle(x, w).float(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("loaded", "done", "detail", "says"),
+    [
+        (
+            True,
+            True,
+            "",
+            "one pass over x, no (B, T, H) temporary, and a call with less fixed cost",
+        ),
+        (
+            False,
+            False,
+            "",
+            "called through ctypes while the operator that calls it with less fixed",
+        ),
+        (False, True, "not built yet: this process only loads it", "until the server has built"),
+        (
+            False,
+            True,
+            "turned off by ATTNVIZ_NATIVE_OP=0",
+            "operator that calls it with less fixed ",
+        ),
+    ],
+    ids=["operator", "operator building", "worker waiting for it", "no operator"],
+)
+def test_the_reason_for_the_c_kernel_claims_less_fixed_cost_only_through_the_operator(
+    monkeypatch, loaded, done, detail, says
+):
+    """Through ctypes a call costs several µs more than through the operator, more than bmm's
+    at the smallest sizes: the reason says less fixed cost than bmm's only where fused calls the
+    operator, and otherwise why it does not (yet)."""
+    if not fused.native.available():
+        pytest.skip(f"no C kernel here: {fused.native.build().detail}")
+    monkeypatch.setattr(fused.native_op, "loaded", (lambda x, w: None) if loaded else None)
+    finished = threading.Event()
+    if done:
+        finished.set()
+    monkeypatch.setattr(fused.native_op, "_done", finished)
+    monkeypatch.setattr(fused.native_op, "_outcome", fused.native.Build(False, detail))
+    x, w = random_inputs(2, 3, 5, seed=1)
+    said = fused.fused_reason(x, w)
+    assert says in said
+    assert said.endswith("less fixed cost than bmm's") == loaded
+    if detail and not loaded and not detail.startswith(fused.native_op.NOT_YET):
+        assert said.endswith(f": {detail}")  # why there is no operator, in its own words
 
 
 def test_without_the_c_kernel_tiny_runs_the_one_liner_and_the_row_sum_takes_over_later(
