@@ -29,7 +29,7 @@ speed at small sizes as well.
   refused) against the headers and libraries of the installed torch, ~10 s (~20 s with the
   builtin), in a background thread started by the first ``learn`` (or the app's start), at the
   lowest priority (``nice``): until it is loaded, fused runs on ctypes. Cached next to the C
-  library (``native.cache_dir``), named by a hash of the source, the compiler, torch's version,
+  library (``native_build.cache_dir``), named by a hash of the source, the compiler, torch's version,
   the C library (and, for the builtin, Python's version); one process compiles while the others
   wait on a file lock.
 - Off: ``ATTNVIZ_NATIVE=0`` (no C kernel at all) or ``ATTNVIZ_NATIVE_OP=0`` (ctypes only); no C++
@@ -63,7 +63,8 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from attnviz import native, native_read
+from attnviz import native, native_build, native_read
+from attnviz.native_build import Build
 
 SOURCE = Path(__file__).with_name("csrc") / "weighted_rows_op.cpp"
 STANDARDS = ("-std=c++20", "-std=c++17")  # the first the compiler takes
@@ -86,7 +87,7 @@ read_floats = None
 # how many outputs the builtin keeps whole for their next call (weighted_rows_op.cpp, REUSED)
 reused_outputs = 0
 ENTRY = "attnviz_weighted_rows_op"  # the builtin's module (weighted_rows_op.cpp, PyInit_...)
-_outcome: native.Build | None = None
+_outcome: Build | None = None
 _lock = threading.Lock()
 _started = threading.Event()
 _done = threading.Event()
@@ -196,23 +197,23 @@ def _compile_locked(
         return error
 
 
-def _build_once(kernel: native.Build) -> native.Build:
+def _build_once(kernel: Build) -> Build:
     global loaded, read_floats, reused_outputs, _loading
     setting = os.environ.get("ATTNVIZ_NATIVE_OP", "1").strip()
     if setting == "0":
-        return native.Build(False, "turned off by ATTNVIZ_NATIVE_OP=0")
+        return Build(False, "turned off by ATTNVIZ_NATIVE_OP=0")
     if not kernel.ok or kernel.path is None:
-        return native.Build(False, f"no C kernel to wrap: {kernel.detail}")
+        return Build(False, f"no C kernel to wrap: {kernel.detail}")
     cxx = find_compiler()
     if cxx is None:
-        return native.Build(False, "no C++ compiler found (set CXX, or install c++, g++, clang++)")
+        return Build(False, "no C++ compiler found (set CXX, or install c++, g++, clang++)")
     include, lib = _torch_dirs()
     if not (include / "torch" / "library.h").exists():
-        return native.Build(False, f"this torch has no C++ headers ({include})")
+        return Build(False, f"this torch has no C++ headers ({include})")
     try:
-        version = native._first_line([*cxx, "--version"])
+        version = native_build._first_line([*cxx, "--version"])
     except RuntimeError as e:
-        return native.Build(False, f"the C++ compiler does not answer: {e}")
+        return Build(False, f"the C++ compiler does not answer: {e}")
     abi = f"-D_GLIBCXX_USE_CXX11_ABI={int(torch.compiled_with_cxx11_abi())}"
     parts = (SOURCE.read_text(encoding="utf-8"), shlex.join(cxx), version, torch.__version__, abi)
 
@@ -227,23 +228,23 @@ def _build_once(kernel: native.Build) -> native.Build:
         if entry and not path.exists():  # the server built the operator alone
             entry, path = [], path_for([])
         if not path.exists():
-            return native.Build(False, f"{NOT_YET}: this process only loads it ({CACHED_ONLY})")
+            return Build(False, f"{NOT_YET}: this process only loads it ({CACHED_ONLY})")
     else:
         compile_s = _compile_locked(cxx, abi, include, lib, kernel.path, path, entry)
         if isinstance(compile_s, str) and entry:  # the operator alone, then
             entry, path = [], path_for([])
             compile_s = _compile_locked(cxx, abi, include, lib, kernel.path, path, entry)
         if isinstance(compile_s, str):
-            return native.Build(False, f"compiling {SOURCE.name} failed: {compile_s}")
+            return Build(False, f"compiling {SOURCE.name} failed: {compile_s}")
     with _lock:
         if _closing:
-            return native.Build(False, "the process is exiting")
+            return Build(False, "the process is exiting")
         _loading = True
     try:
         torch.ops.load_library(str(path))
         abi_seen = torch.ops.attnviz.kernel_abi()
-        if abi_seen != native.ABI:
-            return native.Build(False, f"{path.name} wraps interface {abi_seen}, not {native.ABI}")
+        if abi_seen != native_build.ABI:
+            return Build(False, f"{path.name} wraps interface {abi_seen}, not {native_build.ABI}")
         op = torch.ops.attnviz.weighted_rows.default
         if entry:  # the same library, loaded once more as a module: its builtin
             spec = importlib.util.spec_from_file_location(ENTRY, path)
@@ -253,24 +254,24 @@ def _build_once(kernel: native.Build) -> native.Build:
             op, read_floats = module.weighted_rows, module.read_floats
             reused_outputs = module.REUSED
     except (OSError, RuntimeError, AttributeError, ImportError) as e:
-        return native.Build(False, f"loading {path.name} failed: {e}")
+        return Build(False, f"loading {path.name} failed: {e}")
     finally:
         _loading = False
     loaded = op
     how = "a Python builtin" if entry else "a torch operator"
-    return native.Build(
+    return Build(
         True, f"{version} ({shlex.join(cxx)}), torch {torch.__version__}, {how}", path, compile_s
     )
 
 
-def _run_build(kernel: native.Build) -> None:
+def _run_build(kernel: Build) -> None:
     global _outcome, _retry_at
     try:
         _outcome = _build_once(kernel)
         if _outcome.detail.startswith(NOT_YET):  # the server may build it meanwhile
             _retry_at = time.monotonic() + RETRY_S
     except Exception as e:  # a background thread: say it, never lose it
-        _outcome = native.Build(False, f"building the operator failed: {e!r}")
+        _outcome = Build(False, f"building the operator failed: {e!r}")
     finally:
         _done.set()
 
@@ -291,12 +292,12 @@ def start() -> None:
             _started.set()
 
 
-def build(timeout: float | None = None) -> native.Build:
+def build(timeout: float | None = None) -> Build:
     """Build (or load) the operator and wait for it: how it went, never raises. ``timeout``
     seconds at most; then the Build says it is still building."""
     start()
     if not _done.wait(timeout):
-        return native.Build(False, "still building in the background")
+        return Build(False, "still building in the background")
     assert _outcome is not None
     return _outcome
 

@@ -19,7 +19,7 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
-from attnviz import native
+from attnviz import native, native_build
 from attnviz.errors import AttnvizError
 
 READ_UNIT_NUMEL = 1 << 20
@@ -86,7 +86,8 @@ def reader(
             f"read_sum needs a contiguous float32 CPU tensor; got {tuple(x.shape)} {x.dtype} "
             f"on {x.device}."
         )
-    built, lib = native._built if native._built is not None else native._build()
+    built = native_build._built
+    built, lib = built if built is not None else native_build._build()
     if lib is None:
         raise RuntimeError(f"the C kernel is not available: {built.detail}")
     shape, numel, f32, read = x.shape, x.numel(), torch.float32, lib.read_floats

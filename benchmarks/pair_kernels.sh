@@ -5,7 +5,7 @@
 #   benchmarks/pair_kernels.sh attnviz/csrc /tmp/changed 7x61x61 3x61x777@2
 #
 # A_DIR and B_DIR each hold a weighted_rows.c and the headers it includes (attnviz/csrc, or a
-# changed copy of it). Each is built with attnviz/native.py's flags, its entry point renamed;
+# changed copy of it). Each is built with attnviz/native_build.py's flags, its entry point renamed;
 # the read limit (read_floats.c) comes from A_DIR. Each shape (BxTxH, THREADS threads, 1 if not
 # given) runs as the library would call it from L2 or the last-level cache: its plan (group,
 # split, mode) from attnviz.native, the stripes not asking for lines ahead (the library times
@@ -26,8 +26,8 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
 flags=$(cd "$root" && "$python" -c '
-from attnviz import native
-print(" ".join(f for f in (*native.FLAGS, *native.NATIVE_FLAGS) if f != "-shared"))')
+from attnviz import native_build as nb
+print(" ".join(f for f in (*nb.FLAGS, *nb.NATIVE_FLAGS) if f != "-shared"))')
 for side in a b; do
     dir=$a_dir
     [ $side = b ] && dir=$b_dir

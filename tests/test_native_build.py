@@ -13,7 +13,7 @@ import pytest
 import torch
 
 import attnviz
-from attnviz import fused, native, native_op
+from attnviz import fused, native, native_build, native_op
 
 needs_kernel = pytest.mark.skipif(
     not native.available(), reason=f"no C kernel here: {native.build().detail}"
@@ -62,17 +62,19 @@ def test_build_is_cached_between_processes(tmp_path):
 def test_the_cached_librarys_name_hashes_every_source_and_header_it_is_built_from():
     """A change to any file the kernel is compiled from names a new library: a header left out
     would let an old build be loaded for new code."""
-    csrc = native.SOURCE.parent
+    csrc = native_build.SOURCE.parent
     built = {csrc / n for n in ("weighted_rows.c", "read_floats.c")}
     built |= {csrc / n for s in built for n in _included(s.read_text(encoding="utf-8"))}
-    assert set(native.BUILT_FROM) == built == set(native.SOURCES) | set(csrc.glob("*.h"))
+    assert (
+        set(native_build.BUILT_FROM) == built == set(native_build.SOURCES) | set(csrc.glob("*.h"))
+    )
 
 
 def _included(source: str) -> set[str]:
     """The project's headers a C source includes (#include "name"), and theirs in turn."""
     names = set(re.findall(r'^#include "([^"]+)"', source, re.M))
     for name in list(names):
-        names |= _included((native.SOURCE.parent / name).read_text(encoding="utf-8"))
+        names |= _included((native_build.SOURCE.parent / name).read_text(encoding="utf-8"))
     return names
 
 
@@ -102,7 +104,7 @@ def build_here(monkeypatch, tmp_path):
     reports like BUILD_SCRIPT."""
 
     def run(**env) -> dict:
-        monkeypatch.setattr(native, "_built", None)
+        monkeypatch.setattr(native_build, "_built", None)
         monkeypatch.setattr(native_op, "loaded", None)  # nor the operator around it
         monkeypatch.setattr(native_op, "learn", lambda x, threads: None)
         monkeypatch.setenv("ATTNVIZ_CACHE_DIR", str(tmp_path))

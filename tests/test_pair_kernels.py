@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from attnviz import native
+from attnviz import native, native_build
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "benchmarks" / "pair_kernels.sh"
@@ -21,7 +21,7 @@ LINE = re.compile(
 
 pytestmark = [
     pytest.mark.slow,  # two builds of the kernel at -O3 per run
-    pytest.mark.skipif(native.find_compiler() is None, reason="no C compiler"),
+    pytest.mark.skipif(native_build.find_compiler() is None, reason="no C compiler"),
 ]
 
 

@@ -1,0 +1,231 @@
+"""Building the C library behind "fused" and the read limit (``attnviz.native``), once per machine.
+
+- Build: ``cc -O3 -march=native -std=c99 -fopenmp -shared -fPIC`` (``$CC`` if set, else cc, gcc
+  or clang), about 0.2 s, once per machine: the library is cached under ``$ATTNVIZ_CACHE_DIR`` or
+  ``~/.cache/attnviz``, named by a hash of the source, the flags, the compiler's version and the
+  CPU, so a changed source or a different CPU builds afresh. It is written to a temporary name
+  and renamed, so processes that build at once never load half a file. Where the cache folder
+  cannot be written, the build goes to a private temporary folder for the process instead.
+- Fallback: no compiler, no OpenMP (Apple's clang), a failed build, Windows or
+  ``ATTNVIZ_NATIVE=0`` -> ``build()`` reports why and "fused" takes the embedding-bag path
+  instead (``attnviz.fused``).
+- Loading checks the library's interface version (``ABI``) and declares its functions' C types.
+
+No user text is ever compiled: the sources are this package's own files.
+"""
+
+from __future__ import annotations
+
+import atexit
+import ctypes
+import hashlib
+import os
+import platform
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+SOURCE = Path(__file__).with_name("csrc") / "weighted_rows.c"
+SOURCES = (SOURCE, SOURCE.with_name("read_floats.c"))  # one library: the kernel, the read limit
+# what the cached library's name hashes: the sources and the headers they include
+BUILT_FROM = (*SOURCES, *(SOURCE.with_name(n) for n in ("vectors.h", "rows_off_lines.h")))
+ABI = 8  # weighted_rows_abi() in the source
+FLAGS = ("-O3", "-std=c99", "-ffp-contract=fast", "-fopenmp", "-shared", "-fPIC")
+# tried first; dropped if the compiler refuses them. GCC's unroll-and-jam would multiply the
+# kernel's rows per step, more streams than the registers and prefetchers keep up with (measured
+# with eight: about half the speed in cache); compilers without it ignore the flag
+NATIVE_FLAGS = ("-march=native", "-fno-loop-unroll-and-jam")
+COMPILE_TIMEOUT_S = 60
+
+
+@dataclass(frozen=True)
+class Build:
+    """The outcome of building the kernel: ``ok`` and, either way, a sentence for people."""
+
+    ok: bool
+    detail: str  # the compiler's version, its path and the flags, or why there is no kernel
+    path: Path | None = None
+    compile_s: float | None = None  # None when the cached library was loaded
+
+
+def cache_dir() -> Path:
+    """``$ATTNVIZ_CACHE_DIR``, else ``$XDG_CACHE_HOME/attnviz``, else ``~/.cache/attnviz``."""
+    if os.environ.get("ATTNVIZ_CACHE_DIR"):
+        return Path(os.environ["ATTNVIZ_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "attnviz"
+
+
+def _writable_cache() -> Path:
+    """``cache_dir()`` when it can be created and written; otherwise (a server running as a user
+    without a home, say) a fresh private folder for this process: built anew each time, but never
+    a shared /tmp path that another user could fill first."""
+    folder = cache_dir()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        if os.access(folder, os.W_OK | os.X_OK):
+            return folder
+    except OSError:
+        pass
+    private = tempfile.mkdtemp(prefix="attnviz-kernel-")
+    atexit.register(shutil.rmtree, private, ignore_errors=True)  # a loaded library stays mapped
+    return Path(private)
+
+
+def find_compiler() -> list[str] | None:
+    """The C compiler command: ``$CC`` (split like a shell would), else cc, gcc or clang on PATH."""
+    if os.environ.get("CC"):
+        return shlex.split(os.environ["CC"])
+    for name in ("cc", "gcc", "clang"):
+        if path := shutil.which(name):
+            return [path]
+    return None
+
+
+def _cpu_signature() -> str:
+    """What -march=native depends on: the CPU model and its instruction-set flags."""
+    sig = [platform.machine(), platform.processor()]
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.startswith(("model name", "flags", "Features", "CPU part")):
+                    sig.append(line.strip())
+                if line.strip() == "":  # the first processor is enough
+                    break
+    except OSError:
+        pass
+    return "\n".join(sig)
+
+
+def _first_line(cmd: list[str]) -> str:
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S)
+    except (OSError, subprocess.SubprocessError) as e:
+        raise RuntimeError(f"{shlex.join(cmd)} failed: {e}") from None
+    if done.returncode != 0:
+        raise RuntimeError(f"{shlex.join(cmd)} exited with {done.returncode}")
+    return (done.stdout.strip().splitlines() or ["unknown compiler"])[0]
+
+
+def _compile(cc: list[str], flags: tuple[str, ...], dest: Path) -> str:
+    """Compile SOURCES to ``dest`` atomically; '' on success, else the compiler's complaint."""
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=dest.stem + ".", suffix=".tmp", dir=dest.parent)
+    except OSError as e:
+        return f"cannot write to {dest.parent}: {e}"
+    os.close(fd)
+    try:
+        done = subprocess.run(
+            [*cc, *flags, *map(str, SOURCES), "-o", tmp],
+            capture_output=True,
+            text=True,
+            timeout=COMPILE_TIMEOUT_S,
+        )
+        if done.returncode != 0:
+            return (done.stderr or done.stdout).strip()[-400:] or f"exit {done.returncode}"
+        os.replace(tmp, dest)
+        return ""
+    except (OSError, subprocess.SubprocessError) as e:
+        return str(e)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _load(path: Path) -> ctypes.CDLL:
+    lib = ctypes.CDLL(str(path))
+    lib.weighted_rows_abi.restype = ctypes.c_int
+    lib.weighted_rows_abi.argtypes = []
+    if lib.weighted_rows_abi() != ABI:
+        raise RuntimeError(f"{path} has interface {lib.weighted_rows_abi()}, expected {ABI}")
+    fn = lib.weighted_rows_f32
+    fn.restype = None
+    # x, w, out, partial, shape: {B, T, H, group, split, threads, mode} (``native._call_shape``)
+    fn.argtypes = [ctypes.c_void_p] * 4 + [ctypes.POINTER(ctypes.c_long)]
+    read = lib.read_floats
+    read.restype = ctypes.c_double
+    read.argtypes = [
+        ctypes.c_void_p,
+        ctypes.c_long,
+        ctypes.c_long,
+        ctypes.c_int,
+        ctypes.c_int,
+    ]  # x, n, unit, threads, mode
+    lib.weighted_rows_tile.restype = ctypes.c_long
+    lib.weighted_rows_tile.argtypes = []
+    lib.weighted_rows_realigns.restype = ctypes.c_int
+    lib.weighted_rows_realigns.argtypes = []
+    lib.weighted_rows_lanes.restype = ctypes.c_int
+    lib.weighted_rows_lanes.argtypes = []
+    return lib
+
+
+def _build_once() -> tuple[Build, ctypes.CDLL | None]:
+    if os.environ.get("ATTNVIZ_NATIVE", "1").strip() == "0":
+        return Build(False, "turned off by ATTNVIZ_NATIVE=0"), None
+    if sys.platform == "win32":
+        return Build(False, "no C kernel on Windows"), None
+    cc = find_compiler()
+    if cc is None:
+        return Build(False, "no C compiler found (set CC, or install cc, gcc or clang)"), None
+    try:
+        version = _first_line([*cc, "--version"])
+        key = hashlib.sha256(
+            b"\0".join(
+                s.encode()
+                for s in (
+                    *(path.read_text(encoding="utf-8") for path in BUILT_FROM),
+                    shlex.join(cc),
+                    version,
+                    " ".join(FLAGS + NATIVE_FLAGS),
+                    _cpu_signature(),
+                )
+            )
+        ).hexdigest()[:16]
+    except (OSError, RuntimeError) as e:
+        return Build(False, f"the C compiler does not answer: {e}"), None
+    suffix = ".dylib" if sys.platform == "darwin" else ".so"
+    path = _writable_cache() / f"weighted_rows-{key}{suffix}"
+    compile_s = None
+    used = FLAGS + NATIVE_FLAGS
+    if not path.exists():
+        t0 = time.perf_counter()
+        error = _compile(cc, used, path)
+        if error:  # e.g. a compiler without -march=native: build portable code instead
+            used = FLAGS
+            error = _compile(cc, used, path)
+        if error:
+            return Build(False, f"compiling {SOURCE.name} failed: {error}"), None
+        compile_s = time.perf_counter() - t0
+    try:
+        lib = _load(path)
+    except (OSError, AttributeError, RuntimeError) as e:
+        return Build(False, f"loading {path.name} failed: {e}"), None
+    flags = " ".join(f for f in used if f in ("-O3", "-fopenmp", *NATIVE_FLAGS))
+    detail = f"{version} ({shlex.join(cc)}), {flags}"
+    return Build(True, detail, path, compile_s), lib
+
+
+_build_lock = threading.Lock()
+
+
+_built: tuple[Build, ctypes.CDLL | None] | None = None  # set once, then read without the lock
+
+
+def _build() -> tuple[Build, ctypes.CDLL | None]:
+    global _built
+    if _built is None:
+        with _build_lock:  # one build per process, even when two threads ask at once
+            _built = _build_once()
+    return _built
+
+
+def build() -> Build:
+    """Build (or load the cached) kernel once per process and say how it went; never raises."""
+    return _build()[0]
