@@ -465,6 +465,8 @@ def test_no_registered_hint_gives_the_solution(name):
     ],
     ids=["sparse", "nested", "complex", "generator"],
 )
+# making the nested answer: torch says its nested tensors are a prototype (the student's own call)
+@pytest.mark.filterwarnings("ignore:The PyTorch API of nested tensors:UserWarning")
 def test_odd_results_get_a_verdict_not_a_crash(fn):
     result = ex.check_weighted_sum(fn, seed=0)
     assert result.status == "failed"
