@@ -121,12 +121,13 @@ def _compile(cmd: list[str], dest: Path) -> str:
     '' on success, else the compiler's complaint. A process that exits meanwhile stops the
     compiler and removes the temporary (``_stop_compiling``): no half file is ever left."""
     global _compiling
-    fd, tmp = tempfile.mkstemp(prefix=dest.stem + ".", suffix=".tmp", dir=dest.parent)
-    os.close(fd)
+    tmp = ""
     try:
-        with _lock:
+        with _lock:  # the temporary and the compiler start together, never once the exit began
             if _closing:
                 return "the process is exiting"
+            fd, tmp = tempfile.mkstemp(prefix=dest.stem + ".", suffix=".tmp", dir=dest.parent)
+            os.close(fd)
             proc = subprocess.Popen(
                 [*_NICE, *cmd, tmp], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
             )
@@ -143,10 +144,13 @@ def _compile(cmd: list[str], dest: Path) -> str:
         return ""
     except (OSError, subprocess.SubprocessError) as e:
         return str(e)
-    finally:
-        _compiling = None
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
+    finally:  # the temporary goes before the compiler is forgotten: an exit that finds no
+        # compiler running (``_stop_compiling``) does not wait, and this thread is then cut off
+        if tmp:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+        with _lock:
+            _compiling = None
 
 
 def _stop_compiling() -> None:

@@ -509,6 +509,25 @@ def test_a_process_that_exits_while_the_operator_builds_leaves_no_half_file(tmp_
     assert len(left) == 1 and left[0].startswith("weighted_rows-"), left  # the C library only
 
 
+def test_the_temporary_is_made_with_the_compiler_under_the_exits_lock(tmp_path, monkeypatch):
+    # made before the lock the exit takes (_stop_compiling), an exit in between found no compiler
+    # to wait for, the build thread (a daemon) was cut off and its temporary stayed behind
+    held = []
+    mkstemp = native_op.tempfile.mkstemp
+
+    def watched(*args, **kwargs):
+        held.append(native_op._lock.locked())
+        return mkstemp(*args, **kwargs)
+
+    monkeypatch.setattr(native_op.tempfile, "mkstemp", watched)
+    assert native_op._compile(["true"], tmp_path / "op.so") == ""  # `true` "writes" it
+    assert held == [True]
+    assert [p.name for p in tmp_path.iterdir()] == ["op.so"]
+    monkeypatch.setattr(native_op, "_closing", True)  # once the exit began: nothing is made
+    assert native_op._compile(["true"], tmp_path / "again.so") == "the process is exiting"
+    assert held == [True] and [p.name for p in tmp_path.iterdir()] == ["op.so"]
+
+
 EXIT_WHILE_LOADING = textwrap.dedent(
     """
     import threading, time, torch
