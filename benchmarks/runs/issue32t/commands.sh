@@ -20,3 +20,13 @@ for change in "${changes[@]}"; do
     benchmarks/pair_kernels.sh attnviz/csrc "$tree/attnviz/csrc" $shapes > "$out/pair_$change.txt"
     rm -rf "$tree"
 done
+# the row-by-row loop alone (loads and adds, no weights, no shifts), against one stream
+if [ $# -eq 0 ]; then
+    bin=$(mktemp)
+    gcc -O3 -march=native "$out/row_loop.c" -o "$bin"
+    for shape in "1024 61" "1024 45" "512 101" "64 61" "1024 64" "2048 20"; do
+        # shellcheck disable=SC2086  # T and H
+        "$bin" $shape
+    done > "$out/row_loop.txt"
+    rm -f "$bin"
+fi
