@@ -78,11 +78,14 @@ def _writable_cache() -> Path:
     return Path(private)
 
 
-def find_compiler() -> list[str] | None:
-    """The C compiler command: ``$CC`` (split like a shell would), else cc, gcc or clang on PATH."""
-    if os.environ.get("CC"):
-        return shlex.split(os.environ["CC"])
-    for name in ("cc", "gcc", "clang"):
+def find_compiler(
+    variable: str = "CC", names: tuple[str, ...] = ("cc", "gcc", "clang")
+) -> list[str] | None:
+    """The compiler command: ``$CC`` (split like a shell would), else cc, gcc or clang on PATH
+    (``variable`` and ``names``: another language's, as ``native_op`` asks for C++'s)."""
+    if os.environ.get(variable):
+        return shlex.split(os.environ[variable])
+    for name in names:
         if path := shutil.which(name):
             return [path]
     return None

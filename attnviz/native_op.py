@@ -102,12 +102,7 @@ _loading = False
 
 def find_compiler() -> list[str] | None:
     """The C++ compiler command: ``$CXX`` (split like a shell would), else c++, g++ or clang++."""
-    if os.environ.get("CXX"):
-        return shlex.split(os.environ["CXX"])
-    for name in ("c++", "g++", "clang++"):
-        if path := shutil.which(name):
-            return [path]
-    return None
+    return native_build.find_compiler("CXX", ("c++", "g++", "clang++"))
 
 
 def _torch_dirs() -> tuple[Path, Path]:
