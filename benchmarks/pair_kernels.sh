@@ -12,9 +12,11 @@
 # that way only on a shape's first call from beyond L2). benchmarks/pair_kernels.c says what is
 # printed. Run it from the repository root with its venv (PYTHON=... to use another).
 # AROUND=0x31 fills the bytes beside x with those bits (a subnormal float; 0 if not given).
+# TIME_WRONG=1 times a tree that sums wrongly too, after saying so (a bound: a change that
+# skips part of the work on purpose).
 set -euo pipefail
 if [ $# -lt 3 ]; then
-    sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
 fi
 a_dir=$1 b_dir=$2

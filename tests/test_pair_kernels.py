@@ -25,8 +25,8 @@ pytestmark = [
 ]
 
 
-def pair(a: Path, b: Path, *shapes: str) -> subprocess.CompletedProcess:
-    env = {"PATH": "/usr/bin:/bin", "PYTHON": sys.executable}
+def pair(a: Path, b: Path, *shapes: str, **env: str) -> subprocess.CompletedProcess:
+    env |= {"PATH": "/usr/bin:/bin", "PYTHON": sys.executable}
     return subprocess.run(
         [str(SCRIPT), str(a), str(b), *shapes],
         cwd=ROOT,
@@ -65,6 +65,10 @@ def test_a_tree_that_sums_wrongly_is_named_and_not_timed(tmp_path):
     assert done.returncode == 1
     assert re.match(r"3x17x45: B sums wrongly \(error [\d.e+-]+ of the largest sum", done.stdout)
     assert "read limit" not in done.stdout
+    bound = pair(CSRC, broken, "3x17x45", TIME_WRONG="1")  # a bound, asked for: timed anyway
+    assert bound.returncode == 0, bound.stderr
+    said, timed = bound.stdout.splitlines()
+    assert said.startswith("3x17x45: B sums wrongly") and LINE.match(timed), bound.stdout
 
 
 def test_without_shapes_it_says_how_to_use_it():

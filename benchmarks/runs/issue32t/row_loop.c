@@ -1,6 +1,7 @@
 // The access pattern of the kernel's rows off the lines (benchmarks/runs/issue32t, RESULTS fourteenth round),
 // loads and adds only: no weights, no shifts. gcc -O3 -march=native row_loop.c -o row_loop; ./row_loop T H
 // (one sentence of T rows of H numbers, x 64-byte aligned). Each pattern over the one-stream read.
+// -DFIXED_LINES=5: every row's first 5 lines, whatever its length (no branch on a row's last line).
 #include <immintrin.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -8,6 +9,9 @@
 #include <time.h>
 static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + 1e-9 * t.tv_nsec; }
 #define ACC 8
+#ifndef FIXED_LINES
+#define FIXED_LINES 0
+#endif
 static float sink;
 // P1: one stream, every line once
 static __attribute__((noinline)) void p1(const float *x, long nlines) {
@@ -27,7 +31,7 @@ static inline __attribute__((always_inline)) void p2i(const float *x, long rows,
         for (int k = 0; k < K; k++) {
             const float *row = x + (k * st + i) * h;
             long m = ((uintptr_t)row & 63) / 4;
-            long lines = (m + h + 15) / 16;
+            long lines = FIXED_LINES ? FIXED_LINES : (m + h + 15) / 16;
             const float *l0 = row - m;
             const int skip = once && m;
 #pragma GCC unroll 6
