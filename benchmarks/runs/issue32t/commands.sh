@@ -5,6 +5,8 @@
 #     (plain C, one thread) -> pair_STEP.txt
 #   row_loop: the row-by-row loop alone (loads and adds, no weights, no shifts) against one stream,
 #     and with a fixed number of lines a row (no branch on a row's last line) -> row_loop.txt
+#   pseudo_rows_no_final_sum: pseudo_rows without its final sum of the q rows (sums wrong on purpose,
+#     TIME_WRONG=1), paired with pseudo_rows -> pair_pseudo_rows_no_final_sum.txt
 #   no_branches: the kernel with neither per-row branch (every line read, the shift always one way),
 #     its sums wrong on purpose (TIME_WRONG=1), paired with all_lines' kernel -> pair_no_branches.txt
 set -euo pipefail
@@ -18,7 +20,7 @@ patched() { # a copy of attnviz/csrc with the given patch applied; prints the co
     echo "$tree/attnviz/csrc"
 }
 steps=("$@")
-[ $# -eq 0 ] && steps=(pseudo_rows fold all_lines row_loop no_branches)
+[ $# -eq 0 ] && steps=(pseudo_rows fold all_lines row_loop no_branches pseudo_rows_no_final_sum)
 for step in "${steps[@]}"; do
     case $step in
     pseudo_rows)
@@ -45,6 +47,12 @@ for step in "${steps[@]}"; do
         tree=$(patched no_branches)
         TIME_WRONG=1 benchmarks/pair_kernels.sh "$a" "$tree" 16x64x61 1x1024x61 7x61x61 16x64x45 \
             8x64x101 | grep -v wrongly > "$out/pair_no_branches.txt"
+        rm -rf "${a%/attnviz/csrc}" ;;
+    pseudo_rows_no_final_sum)
+        a=$(patched pseudo_rows)
+        tree=$(patched pseudo_rows_no_final_sum)
+        TIME_WRONG=1 benchmarks/pair_kernels.sh "$a" "$tree" 4x256x61 16x64x72 8x128x88 1x1024x61 \
+            1x2048x20 | grep -v wrongly > "$out/pair_pseudo_rows_no_final_sum.txt"
         rm -rf "${a%/attnviz/csrc}" ;;
     *) echo "unknown step $step" >&2; exit 2 ;;
     esac
