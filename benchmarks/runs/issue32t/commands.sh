@@ -19,6 +19,14 @@ patched() { # a copy of attnviz/csrc with the given patch applied; prints the co
     (cd "$tree" && patch -s -p1 < "$OLDPWD/$out/$1.patch")
     echo "$tree/attnviz/csrc"
 }
+bound() { # bound BASE CHANGE SHAPE...: CHANGE, its sums wrong on purpose, paired with BASE
+    local base change
+    base=$(patched "$1")
+    change=$(patched "$2")
+    TIME_WRONG=1 benchmarks/pair_kernels.sh "$base" "$change" "${@:3}" | grep -v wrongly \
+        > "$out/pair_$2.txt"
+    rm -rf "${base%/attnviz/csrc}" "${change%/attnviz/csrc}"
+}
 steps=("$@")
 [ $# -eq 0 ] && steps=(pseudo_rows fold all_lines row_loop no_branches pseudo_rows_no_final_sum)
 for step in "${steps[@]}"; do
@@ -42,19 +50,11 @@ for step in "${steps[@]}"; do
             # shellcheck disable=SC2086
             case $shape in *" 61") "$tree/fixed" $shape | sed 's/^/5 lines a row: /' ;; esac
         done > "$out/row_loop.txt" ;;
-    no_branches)
-        a=$(patched all_lines)
-        tree=$(patched no_branches)
-        TIME_WRONG=1 benchmarks/pair_kernels.sh "$a" "$tree" 16x64x61 1x1024x61 7x61x61 16x64x45 \
-            8x64x101 | grep -v wrongly > "$out/pair_no_branches.txt"
-        rm -rf "${a%/attnviz/csrc}" ;;
+    no_branches) bound all_lines no_branches 16x64x61 1x1024x61 7x61x61 16x64x45 8x64x101 ;;
     pseudo_rows_no_final_sum)
-        a=$(patched pseudo_rows)
-        tree=$(patched pseudo_rows_no_final_sum)
-        TIME_WRONG=1 benchmarks/pair_kernels.sh "$a" "$tree" 4x256x61 16x64x72 8x128x88 1x1024x61 \
-            1x2048x20 | grep -v wrongly > "$out/pair_pseudo_rows_no_final_sum.txt"
-        rm -rf "${a%/attnviz/csrc}" ;;
+        bound pseudo_rows pseudo_rows_no_final_sum 4x256x61 16x64x72 8x128x88 1x1024x61 1x2048x20 ;;
     *) echo "unknown step $step" >&2; exit 2 ;;
     esac
-    rm -rf "${tree%/attnviz/csrc}"
+    [ -n "${tree:-}" ] && rm -rf "${tree%/attnviz/csrc}"
+    tree=
 done
