@@ -1,11 +1,13 @@
 """Building the C library behind "fused" and the read limit (``attnviz.native``), once per machine.
 
 - Build: ``cc -O3 -march=native -std=c99 -fopenmp -shared -fPIC`` (``$CC`` if set, else cc, gcc
-  or clang), about 0.2 s, once per machine: the library is cached under ``$ATTNVIZ_CACHE_DIR`` or
-  ``~/.cache/attnviz``, named by a hash of the source, the flags, the compiler's version and the
-  CPU, so a changed source or a different CPU builds afresh. It is written to a temporary name
-  and renamed, so processes that build at once never load half a file. Where the cache folder
-  cannot be written, the build goes to a private temporary folder for the process instead.
+  or clang), 4-5 s with GCC 12 on a 2-core Xeon, once per machine: the library is cached under
+  ``$ATTNVIZ_CACHE_DIR`` or ``~/.cache/attnviz``, named by a hash of the source, the flags, the
+  compiler's version and the CPU, so a changed source or a different CPU builds afresh. Processes
+  that ask at once take turns on a lock file beside it: one compiles, the others then load its
+  library. It is written to a temporary name and renamed, so no process ever loads half a file.
+  Where the cache folder cannot be written, the build goes to a private temporary folder for the
+  process instead.
 - Fallback: no compiler, no OpenMP (Apple's clang), a failed build, Windows or
   ``ATTNVIZ_NATIVE=0`` -> ``build()`` reports why and "fused" takes the embedding-bag path
   instead (``attnviz.fused``).
@@ -17,6 +19,7 @@ No user text is ever compiled: the sources are this package's own files.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import ctypes
 import hashlib
 import os
@@ -28,6 +31,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -169,6 +173,25 @@ def _load(path: Path) -> ctypes.CDLL:
     return lib
 
 
+@contextlib.contextmanager
+def _one_builder(path: Path) -> Iterator[None]:
+    """Hold the lock file beside ``path`` (``NAME.lock``, kept) while building it: replicas of a
+    server that start at once would each compile the same library (~5 CPU-s each) while the
+    students wait. Where the lock cannot be had (no fcntl, a folder that refuses it) each process
+    builds for itself, as before: a whole file is renamed into place either way."""
+    try:
+        import fcntl  # POSIX, as the kernel is (no kernel on Windows)
+
+        lock = open(path.parent / f"{path.name}.lock", "w")  # noqa: SIM115 (closed below)
+    except (ImportError, OSError):
+        yield
+        return
+    with lock:
+        with contextlib.suppress(OSError):
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 def _build_once() -> tuple[Build, ctypes.CDLL | None]:
     if os.environ.get("ATTNVIZ_NATIVE", "1").strip() == "0":
         return Build(False, "turned off by ATTNVIZ_NATIVE=0"), None
@@ -195,17 +218,18 @@ def _build_once() -> tuple[Build, ctypes.CDLL | None]:
         return Build(False, f"the C compiler does not answer: {e}"), None
     suffix = ".dylib" if sys.platform == "darwin" else ".so"
     path = _writable_cache() / f"weighted_rows-{key}{suffix}"
-    compile_s = None
-    used = FLAGS + NATIVE_FLAGS
+    compile_s, used = None, FLAGS + NATIVE_FLAGS
     if not path.exists():
-        t0 = time.perf_counter()
-        error = _compile(cc, used, path)
-        if error:  # e.g. a compiler without -march=native: build portable code instead
-            used = FLAGS
-            error = _compile(cc, used, path)
-        if error:
-            return Build(False, f"compiling {SOURCE.name} failed: {error}"), None
-        compile_s = time.perf_counter() - t0
+        with _one_builder(path):  # processes that start at once: one compiles, the rest wait
+            if not path.exists():  # built while this process waited: loaded below
+                t0 = time.perf_counter()
+                error = _compile(cc, used, path)
+                if error:  # e.g. a compiler without -march=native: build portable code instead
+                    used = FLAGS
+                    error = _compile(cc, used, path)
+                if error:
+                    return Build(False, f"compiling {SOURCE.name} failed: {error}"), None
+                compile_s = time.perf_counter() - t0
     try:
         lib = _load(path)
     except (OSError, AttributeError, RuntimeError) as e:

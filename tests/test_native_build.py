@@ -56,7 +56,15 @@ def test_build_is_cached_between_processes(tmp_path):
     assert first["ok"] and first["compiled"] and first["correct"]
     assert second["ok"] and not second["compiled"] and second["correct"]
     assert first["path"] == "C row-sum kernel"
-    assert [p.suffix for p in tmp_path.iterdir()] in ([".so"], [".dylib"])  # no temporary left
+    assert library_and_lock(tmp_path)  # no temporary left
+
+
+def library_and_lock(cache) -> bool:
+    """Whether the cache holds one library, its lock beside it, and nothing else."""
+    names = sorted(p.name for p in cache.iterdir())
+    return (
+        len(names) == 2 and names[1] == f"{names[0]}.lock" and names[0].endswith((".so", ".dylib"))
+    )
 
 
 def test_the_cached_librarys_name_hashes_every_source_and_header_it_is_built_from():
@@ -88,10 +96,12 @@ def test_processes_building_at_once_all_get_a_working_kernel(tmp_path):
         )
         for _ in range(3)
     ]
-    outs = [p.communicate(timeout=180)[0] for p in procs]
+    outs = [json.loads(p.communicate(timeout=180)[0].strip().splitlines()[-1]) for p in procs]
     assert all(p.returncode == 0 for p in procs)
-    assert all('"ok": true' in o and '"correct": true' in o for o in outs)
-    assert len(list(tmp_path.iterdir())) == 1  # one library, renamed into place whole
+    assert all(o["ok"] and o["correct"] for o in outs)
+    # one compiled it, the others waited on its lock and loaded it: one library, renamed whole
+    assert sorted(o["compiled"] for o in outs) == [False, False, True]
+    assert library_and_lock(tmp_path)
 
 
 # --- in this process: the same report as in a fresh process with this environment --------------
