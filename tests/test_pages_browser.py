@@ -55,3 +55,21 @@ def test_every_page_is_drawn_without_an_error(tab, url, path):
     text = tab.inner_text("body")
     assert "Traceback" not in text and "has encountered an error" not in text
     assert "not configured safely" not in text  # attnviz/ui/settings.py: every setting in force
+
+
+def test_the_playgrounds_own_address_leads_to_it_with_the_links_example(tab, url):
+    """/playground is what the menu's "Playground" suggests (as /walkthrough is the Walkthrough's);
+    the Playground is served at the root, so it sends the visitor there, the example kept, never
+    to Streamlit's "Page not found"."""
+    tab.goto(f"{url}/playground?p=random&s=3x4x6&seed=7")
+    tab.wait_for_url(f"{url}/?p=random&s=3x4x6&seed=7", timeout=WAIT_MS)
+    tab.wait_for_selector(PAGES[""], timeout=WAIT_MS)
+    tab.wait_for_selector(
+        '[data-testid="stApp"][data-test-script-state="notRunning"]',
+        state="attached",
+        timeout=WAIT_MS,
+    )
+    assert tab.get_by_text("Page not found").count() == 0
+    shape = [tab.get_by_role("spinbutton", name=f"{n} (").input_value() for n in "BTH"]
+    assert shape == ["3", "4", "6"]  # the link's example, not the classic 2 x 3 x 5
+    assert tab.locator('[data-testid="stException"]').count() == 0

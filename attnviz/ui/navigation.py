@@ -111,15 +111,31 @@ def walkthrough_page() -> st.Page:
     )
 
 
+def _sent_to(page: st.Page) -> Callable[[], None]:
+    """A page that sends its visitor on to ``page``, with the link's query (its example, a
+    class's code): every value, repeated keys included, as it came."""
+
+    def send() -> None:
+        st.switch_page(
+            page, query_params=[(k, v) for k in st.query_params for v in st.query_params.get_all(k)]
+        )
+
+    return send
+
+
 def pages() -> list[st.Page]:
-    """The pages, each wrapped in the error boundary."""
+    """The pages, each wrapped in the error boundary. The Playground is served at the app's root;
+    /playground, the address its name in the menu suggests (as /walkthrough is the Walkthrough's),
+    sends the visitor there with the link's example, not to Streamlit's "Page not found"."""
+    home = st.Page(
+        guarded(_titled(playground.page, "Playground"), "pg_"),
+        title="Playground",
+        url_path="",
+        default=True,
+    )
     return [
-        st.Page(
-            guarded(_titled(playground.page, "Playground"), "pg_"),
-            title="Playground",
-            url_path="playground",
-            default=True,
-        ),
+        home,
+        st.Page(_sent_to(home), title="Playground", url_path="playground", visibility="hidden"),
         walkthrough_page(),
         st.Page(
             guarded(_titled(_performance, "Performance"), "pf_"),
