@@ -540,8 +540,12 @@ def test_cache_levels_read_the_sysfs_layout(tmp_path):
 def test_the_torch_floor_is_the_faster_plain_read_timed_on_x(monkeypatch):
     from attnviz.bench import floor
 
+    # a second late on the clock the timing reads: a real pause can be outrun on a busy machine
+    late, clock = [0.0], time.perf_counter
+    monkeypatch.setattr(floor.time, "perf_counter", lambda: clock() + late[0])
+
     def slow_sum(x):
-        time.sleep(0.002)
+        late[0] += 1.0
         return x.sum()
 
     monkeypatch.setattr(floor, "TORCH_READS", {"slow": slow_sum, "x.sum(1)": lambda x: x.sum(1)})
