@@ -4,13 +4,14 @@ without the Python builtin, and a worker that only loads what the server built."
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
 
 import pytest
 
-from attnviz import native_op
+from attnviz import native, native_op
 from tests.test_native_op import needs_op, op  # noqa: F401  (op: a fixture, by its name)
 
 
@@ -95,7 +96,7 @@ def test_the_temporary_is_made_with_the_compiler_under_the_exits_lock(tmp_path, 
 EXIT_WHILE_LOADING = textwrap.dedent(
     """
     import threading, time, torch
-    from attnviz import native_op
+    from attnviz import native, native_op
     loading, real = threading.Event(), torch.ops.load_library
     def slow_load(path):
         loading.set()
@@ -173,6 +174,7 @@ CACHED_SCRIPT = textwrap.dedent(
 @pytest.mark.usefixtures("op")  # the builtin and the operator, each built in this process
 def test_a_worker_only_loads_the_operator_the_server_built(tmp_path, built):
     server_op = native_op.build().path  # this process's, in the run's cache
+    shutil.copy(native.build().path, tmp_path)  # the server's C library, in the cache it shares
     args = [str(server_op)] if built else []
     env = {"ATTNVIZ_CACHE_DIR": str(tmp_path), "ATTNVIZ_NATIVE_OP": "cached"}
     out = _last_json(_python(CACHED_SCRIPT, *args, **env))
