@@ -135,7 +135,14 @@ def pages() -> list[st.Page]:
     )
     return [
         home,
-        st.Page(_sent_to(home), title="Playground", url_path="playground", visibility="hidden"),
+        st.Page(
+            guarded(
+                _sent_to(home), "pg_"
+            ),  # a link it cannot forward: a plain message, as anywhere
+            title="Playground",
+            url_path="playground",
+            visibility="hidden",
+        ),
         walkthrough_page(),
         st.Page(
             guarded(_titled(_performance, "Performance"), "pf_"),
