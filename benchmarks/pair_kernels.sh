@@ -15,9 +15,11 @@
 # AROUND=0x31 fills the bytes beside x with those bits (a subnormal float; 0 if not given).
 # TIME_WRONG=1 times a tree that sums wrongly too, after saying so (a bound: a change that
 # skips part of the work on purpose).
+# PAIR_CACHE=DIR keeps each build there, named by what it is built from (the files, the flags,
+# the compiler), and uses it again: pairing the same tree with several changed ones compiles it once.
 set -euo pipefail
 if [ $# -lt 3 ]; then
-    sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
 fi
 a_dir=$1 b_dir=$2
@@ -34,6 +36,27 @@ print(" ".join(f for f in (*nb.FLAGS, *nb.NATIVE_FLAGS) if f != "-shared"))')
 names="weighted_rows_f32:wr weighted_rows_tile:tile weighted_rows_lanes:lanes
     weighted_rows_realigns:realigns weighted_rows_abi:abi" # the entry points, and their prefixes
 tree() { cat "$1/weighted_rows.c" "$1"/*.h | sha256sum; } # what a tree's kernel is built from
+compiler=$($cc --version | head -n 1)
+# compile SOURCE OBJECT ARGS...: $cc $flags ARGS -c SOURCE -o OBJECT, or its copy in PAIR_CACHE
+# (named by the source and the headers beside it, the flags, ARGS and the compiler)
+compile() {
+    local source=$1 object=$2 key
+    shift 2
+    if [ -n "${PAIR_CACHE:-}" ]; then
+        key=$({ cat "$source" "$(dirname "$source")"/*.h; echo "$flags $* $compiler"; } | sha256sum)
+        key=$PAIR_CACHE/${key%% *}.o
+        if [ -f "$key" ]; then
+            cp "$key" "$object"
+            return
+        fi
+    fi
+    # shellcheck disable=SC2086  # flags are words
+    $cc $flags "$@" -c "$source" -o "$object"
+    if [ -n "${PAIR_CACHE:-}" ]; then
+        mkdir -p "$PAIR_CACHE"
+        cp "$object" "$key.$$" && mv "$key.$$" "$key" # whole, or not there
+    fi
+}
 for side in a b; do
     dir=$a_dir
     [ $side = b ] && dir=$b_dir
@@ -46,11 +69,9 @@ for side in a b; do
     fi
     defines=()
     for pair in $names; do defines+=("-D${pair%%:*}=${pair#*:}_$side"); done
-    # shellcheck disable=SC2086  # flags are words
-    $cc $flags "${defines[@]}" -c "$dir/weighted_rows.c" -o "$out/$side.o"
+    compile "$dir/weighted_rows.c" "$out/$side.o" "${defines[@]}"
 done
-# shellcheck disable=SC2086
-$cc $flags -c "$a_dir/read_floats.c" -o "$out/read.o"
+compile "$a_dir/read_floats.c" "$out/read.o"
 $cc -O2 -std=c11 "$root/benchmarks/pair_kernels.c" "$out/a.o" "$out/b.o" "$out/read.o" \
     -fopenmp -lm -o "$out/pair"
 

@@ -2,6 +2,7 @@
 paired in one process" numbers come from: it times both trees against the read limit, and refuses
 to time a tree that sums wrongly. Correctness only: no timing assertions."""
 
+import os
 import re
 import shutil
 import subprocess
@@ -25,8 +26,13 @@ pytestmark = [
 ]
 
 
+# the run's builds, kept by what they are built from (PAIR_CACHE): each tree compiles once a run,
+# whichever worker pairs it first
+CACHE = Path(os.environ["ATTNVIZ_CACHE_DIR"]) / "pair_kernels"
+
+
 def pair(a: Path, b: Path, *shapes: str, **env: str) -> subprocess.CompletedProcess:
-    env |= {"PATH": "/usr/bin:/bin", "PYTHON": sys.executable}
+    env = {"PATH": "/usr/bin:/bin", "PYTHON": sys.executable, "PAIR_CACHE": str(CACHE)} | env
     return subprocess.run(
         [str(SCRIPT), str(a), str(b), *shapes],
         cwd=ROOT,
@@ -65,13 +71,34 @@ def test_a_tree_that_sums_wrongly_is_named_and_not_timed(tmp_path):
     assert done.returncode == 1
     assert re.match(r"3x17x45: B sums wrongly \(error [\d.e+-]+ of the largest sum", done.stdout)
     assert "read limit" not in done.stdout
+    built = {p.name: p.stat().st_ino for p in CACHE.glob("*.o")}
     bound = pair(CSRC, broken, "3x17x45", TIME_WRONG="1")  # a bound, asked for: timed anyway
     assert bound.returncode == 0, bound.stderr
     said, timed = bound.stdout.splitlines()
     assert said.startswith("3x17x45: B sums wrongly") and LINE.match(timed), bound.stdout
+    # the second pairing compiled nothing: the same builds, untouched
+    assert {p.name: p.stat().st_ino for p in CACHE.glob("*.o")} == built
+
+
+def test_a_changed_header_builds_both_afresh(tmp_path):
+    changed = tmp_path / "csrc"
+    shutil.copytree(CSRC, changed)
+    done = pair(changed, changed, "3x17x45")  # the tree's own files: the run's builds
+    assert done.returncode == 0, done.stderr
+    cache = tmp_path / "cache"
+    shutil.copytree(CACHE, cache)  # a copy of its own (other tests may add to the run's)
+    before = set(cache.glob("*.o"))
+    vectors = changed / "vectors.h"  # a header the kernel and the read limit both include
+    vectors.write_text(vectors.read_text() + "\n/* changed */\n")
+    done = pair(changed, changed, "3x17x45", PAIR_CACHE=str(cache))
+    assert done.returncode == 0, done.stderr
+    # the kernel (B is A's object renamed) and the read limit, built again and kept beside
+    assert len(set(cache.glob("*.o")) - before) == 2, sorted(cache.iterdir())
+    assert not [p for p in cache.iterdir() if p.suffix != ".o"]  # no half-written copy
 
 
 def test_without_shapes_it_says_how_to_use_it():
     done = pair(CSRC, CSRC)
     assert done.returncode == 2
     assert "A_DIR B_DIR SHAPE[@THREADS]" in done.stdout
+    assert "PAIR_CACHE=DIR" in done.stdout  # the whole of the usage, the cache's line included
