@@ -54,7 +54,9 @@ compile() {
     $cc $flags "$@" -c "$source" -o "$object"
     if [ -n "${PAIR_CACHE:-}" ]; then
         mkdir -p "$PAIR_CACHE"
-        cp "$object" "$key.$$" && mv "$key.$$" "$key" # whole, or not there
+        # whole, or not there; the first copy kept (ln fails on an existing name), so a build
+        # that another run already keeps is never replaced under it
+        cp "$object" "$key.$$" && { ln "$key.$$" "$key" 2>/dev/null || true; } && rm -f "$key.$$"
     fi
 }
 for side in a b; do
