@@ -103,8 +103,7 @@ def main() -> None:
     print(f"runs: {args.runs} (medians, CPU microseconds of this process)")
     poll, answer = store_costs(sqlite, args.runs * 10)
     print(f"store  sqlite   poll {poll:8.1f} us   answer {answer:8.1f} us")
-    sys.path.insert(0, str(ROOT / "tests"))
-    from test_classroom_store import RedisServer
+    from scripts.redis_server import RedisServer
 
     server = RedisServer(folder / "redis")
     server.start()

@@ -235,15 +235,10 @@ def class_server(tmp_path_factory):
     tests kill a replica and wait until it is back and UP; the live class stops the whole server
     mid-class and starts it again."""
     import socket
-    from pathlib import Path
 
     from scripts import serve
-    from tests.test_classroom_store import REDIS, RedisServer
 
-    if not Path(REDIS).exists():  # a failure, not a skip: CI installs redis-server
-        pytest.fail(f"redis-server is missing at {REDIS} (apt-get install -y redis-server)")
-    redis = RedisServer(tmp_path_factory.mktemp("redis"))
-    redis.start()
+    redis = _redis_server(tmp_path_factory.mktemp("redis"))
     socks = [socket.socket() for _ in range(3)]
     for sock in socks:
         sock.bind(("127.0.0.1", 0))
@@ -264,6 +259,62 @@ def class_server(tmp_path_factory):
     finally:
         serve.stop(s)
         redis.stop()
+
+
+def _redis_server(folder):
+    """A started redis-server (scripts/redis_server.py) with its files in folder; a failure, not a
+    skip, where Debian's redis-server is missing (CI installs it)."""
+    from pathlib import Path
+
+    from scripts.redis_server import REDIS, RedisServer
+
+    if not Path(REDIS).exists():
+        pytest.fail(f"redis-server is missing at {REDIS} (apt-get install -y redis-server)")
+    server = RedisServer(folder)
+    server.start()
+    return server
+
+
+@pytest.fixture(scope="module")
+def redis_server(tmp_path_factory):
+    """A real redis-server for one test module (the class-store tests; one start a module)."""
+    server = _redis_server(tmp_path_factory.mktemp("redis"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture(params=["sqlite", "redis"])
+def backend(request, tmp_path):
+    """The class store, for real, once on each backend: (kind, make), where make() opens one more
+    store object on the same data (another replica). SQLite is a file in tmp_path; Redis is this
+    module's redis_server, emptied first."""
+    from attnviz.classroom.redis_store import RedisStore
+    from attnviz.classroom.sqlite_store import SQLiteStore
+
+    made = []
+    if request.param == "sqlite":
+        path = tmp_path / "data" / "classes.sqlite3"
+
+        def make():
+            made.append(SQLiteStore(path))
+            return made[-1]
+    else:
+        server = request.getfixturevalue("redis_server")
+        RedisStore(server.url)._r.flushdb()
+
+        def make():
+            made.append(RedisStore(server.url))
+            return made[-1]
+
+    yield request.param, make
+    for store in made:
+        store.close()
+
+
+@pytest.fixture
+def store(backend):
+    """One store object on each backend (see backend)."""
+    return backend[1]()
 
 
 def pytest_collection_finish(session):

@@ -1,6 +1,6 @@
 """The end of a class leaves nothing of it in the store's files, on both stores for real: an SQLite
 file (its folder: the database, its write-ahead log and shared-memory index) and a redis-server with
-an append-only file (tests/test_classroom_store.py's RedisServer: ``appendonly yes``, ``appendfsync
+an append-only file (scripts/redis_server.py: ``appendonly yes``, ``appendfsync
 always``, no RDB snapshots), whose folder is searched. A class is started, students join with names
 and answer; the files are searched byte for byte for the class code, the student ids, their names,
 the teacher token and its hash: found before the end (the search can find them), none after. A
@@ -19,21 +19,10 @@ from attnviz.classroom import Classroom, Limits, questions
 from attnviz.classroom import secret as sec
 from attnviz.classroom.redis_store import RedisStore
 from attnviz.classroom.sqlite_store import SQLiteStore
-from tests.test_classroom_store import REDIS, RedisServer
 
 NAMES = ("Alice Quinton", "Bob Marchetti", "Chidi Okafor")
 STAYING = ("Dana Whitfield", "Emeka Obi", "Farah Nasser")  # the class that goes on
 WAIT_S = 60  # for Redis's background rewrite on a busy machine; nothing here measures speed
-
-
-@pytest.fixture(scope="module")
-def redis_server(tmp_path_factory):
-    if not Path(REDIS).exists():  # a failure, not a skip: CI installs redis-server
-        pytest.fail(f"redis-server is missing at {REDIS} (apt-get install -y redis-server)")
-    server = RedisServer(tmp_path_factory.mktemp("redis-end"))
-    server.start()
-    yield server
-    server.stop()
 
 
 @pytest.fixture(params=["sqlite", "redis"])

@@ -1,4 +1,4 @@
-"""Who gets into a class, run for real on BOTH stores (the fixtures of test_classroom_store): a right
+"""Who gets into a class, run for real on BOTH stores (conftest's backend and store): a right
 code always joins whatever wrong codes came before, one address cannot fill a class or lock out a
 school behind it, the teacher removes a member or closes the class, and text that does not parse
 is a refusal of kind BAD_INPUT (the page shows it), never another error."""
@@ -11,11 +11,7 @@ import pytest
 
 from attnviz.classroom import ClassError, Phase, Problem
 from attnviz.classroom.sqlite_store import SQLiteStore
-from tests import test_classroom_store as _stores
-from tests.test_classroom_store import _mid_window_clock, _question, _record, _room
-
-# the two stores, for real (a redis-server this module starts, as test_classroom_store's does)
-redis_server, backend, store = _stores.redis_server, _stores.backend, _stores.store
+from tests.class_steps import classic_question, make_record, make_room, mid_window_clock
 
 
 def _ids(prefix: str, n: int) -> list[str]:
@@ -37,7 +33,7 @@ def _refused(problem: Problem, call, *args, **kwargs) -> None:
 
 
 def test_a_right_code_from_a_fresh_address_joins_whatever_wrong_codes_came_before(store):
-    room = _room(store, _mid_window_clock(), failed_joins_per_min=20)
+    room = make_room(store, mid_window_clock(), failed_joins_per_min=20)
     started = room.start(client="teacher")
     for i in range(10):  # ten addresses, two wrong codes each: the server-wide count is used up
         for _ in range(2):
@@ -47,7 +43,7 @@ def test_a_right_code_from_a_fresh_address_joins_whatever_wrong_codes_came_befor
 
 
 def test_a_school_behind_one_address_joins_after_one_of_it_guessed(store):
-    room = _room(store, _mid_window_clock(), failed_joins_per_client_per_min=3)
+    room = make_room(store, mid_window_clock(), failed_joins_per_client_per_min=3)
     started = room.start(client="school")  # the teacher is behind the same NAT address
     for _ in range(3):
         _refused(Problem.NO_CLASS, room.join, _wrong(started.code), "x" * 16, client="school")
@@ -57,7 +53,7 @@ def test_a_school_behind_one_address_joins_after_one_of_it_guessed(store):
 
 
 def test_a_school_whose_members_came_first_joins_after_one_of_it_guessed(store):
-    room = _room(store, _mid_window_clock(), failed_joins_per_client_per_min=3)
+    room = make_room(store, mid_window_clock(), failed_joins_per_client_per_min=3)
     started = room.start(client="home")  # the teacher started it elsewhere
     first, *rest = _ids("s", 4)
     room.join(started.code, first, client="school")
@@ -68,8 +64,8 @@ def test_a_school_whose_members_came_first_joins_after_one_of_it_guessed(store):
 
 
 def test_guesses_count_for_their_address_while_the_server_is_over_its_count(store):
-    room = _room(
-        store, _mid_window_clock(), failed_joins_per_min=2, failed_joins_per_client_per_min=3
+    room = make_room(
+        store, mid_window_clock(), failed_joins_per_min=2, failed_joins_per_client_per_min=3
     )
     started = room.start(client="teacher")
     for i in range(2):
@@ -81,7 +77,7 @@ def test_guesses_count_for_their_address_while_the_server_is_over_its_count(stor
 
 
 def test_an_address_over_its_limit_is_told_the_same_of_any_class_it_does_not_know(store):
-    room = _room(store, _mid_window_clock(), failed_joins_per_client_per_min=2)
+    room = make_room(store, mid_window_clock(), failed_joins_per_client_per_min=2)
     started = room.start(client="teacher")
     for _ in range(2):
         _refused(Problem.NO_CLASS, room.join, _wrong(started.code), "x" * 16, client="guesser")
@@ -98,7 +94,7 @@ def test_an_address_over_its_limit_is_told_the_same_of_any_class_it_does_not_kno
 
 
 def test_one_address_cannot_fill_a_class(store):
-    room = _room(store, _mid_window_clock(), max_members=10, members_per_client=4)
+    room = make_room(store, mid_window_clock(), max_members=10, members_per_client=4)
     started = room.start(client="teacher")
     joined = 0
     for student in _ids("f", 20):
@@ -114,7 +110,7 @@ def test_one_address_cannot_fill_a_class(store):
 
 
 def test_new_members_are_limited_per_address_and_rejoining_counts_nothing(store):
-    room = _room(store, _mid_window_clock(), joins_per_client_per_min=3)
+    room = make_room(store, mid_window_clock(), joins_per_client_per_min=3)
     started = room.start(client="teacher")
     first, *others = _ids("s", 4)
     room.join(started.code, first, client="one")
@@ -127,7 +123,7 @@ def test_new_members_are_limited_per_address_and_rejoining_counts_nothing(store)
 
 
 def test_new_members_are_limited_per_class(store):
-    room = _room(store, _mid_window_clock(), joins_per_class_per_min=4)
+    room = make_room(store, mid_window_clock(), joins_per_class_per_min=4)
     started = room.start(client="teacher")
     for i, student in enumerate(_ids("s", 4)):
         room.join(started.code, student, client=f"c{i}")
@@ -137,7 +133,7 @@ def test_new_members_are_limited_per_class(store):
 
 
 def test_a_closed_class_takes_no_new_students_but_its_members_return(store):
-    room = _room(store, _mid_window_clock())
+    room = make_room(store, mid_window_clock())
     started = room.start(client="teacher")
     room.join(started.code, "a" * 16, "Ann", client="school")
     _refused(Problem.NOT_TEACHER, room.set_joining, started.code, "b" * 32, False)
@@ -150,9 +146,9 @@ def test_a_closed_class_takes_no_new_students_but_its_members_return(store):
 
 
 def test_a_removed_member_loses_their_answers_and_cannot_come_back(store):
-    room = _room(store, _mid_window_clock())
+    room = make_room(store, mid_window_clock())
     started = room.start(client="teacher")
-    q = _question("result_shape")
+    q = classic_question("result_shape")
     fake, real = "f" * 16, "r" * 16
     for student in (fake, real):
         room.join(started.code, student, client="school")
@@ -169,7 +165,7 @@ def test_a_removed_member_loses_their_answers_and_cannot_come_back(store):
 
 
 def test_only_the_teacher_sees_the_members_ids(store):
-    room = _room(store, _mid_window_clock())
+    room = make_room(store, mid_window_clock())
     started = room.start(client="teacher")
     for student, name in (("b" * 16, "bo"), ("a" * 16, ""), ("c" * 16, "Al")):
         room.join(started.code, student, name, client="school")
@@ -186,14 +182,14 @@ def test_only_the_teacher_sees_the_members_ids(store):
     [("x" * 41, "a" * 16), ("a\x00b", "a" * 16), (b"Ann", "a" * 16), ("Ann", "short")],
 )
 def test_a_name_or_id_that_does_not_parse_is_bad_input(store, name, student):
-    room = _room(store, _mid_window_clock())
+    room = make_room(store, mid_window_clock())
     started = room.start(client="teacher")
     _refused(Problem.BAD_INPUT, room.join, started.code, student, name, client="school")
     assert room.members(started.code) == 0
 
 
 def test_a_pasted_zero_width_space_joins_with_the_name_without_it(store):
-    room = _room(store, _mid_window_clock())
+    room = make_room(store, mid_window_clock())
     started = room.start(client="teacher")
     room.join(started.code, "a" * 16, "Ana\u200bMaria", client="school")
     assert room.roster(started.code) == (1, ("AnaMaria",))
@@ -203,7 +199,7 @@ def test_a_pasted_zero_width_space_joins_with_the_name_without_it(store):
 
 
 def test_a_store_keeps_whether_a_class_takes_new_students(store):
-    record = _record()
+    record = make_record()
     store.create(record)
     now = record.created
     assert store.load(record.code, now).joining is True
@@ -216,7 +212,7 @@ def test_a_store_keeps_whether_a_class_takes_new_students(store):
 
 
 def test_a_store_removes_a_member_and_their_answers_only(store):
-    record = _record()
+    record = make_record()
     store.create(record)
     now = record.created
     for student in ("a" * 16, "b" * 16):
@@ -239,7 +235,7 @@ def test_an_sqlite_file_from_before_closing_classes_opens_with_classes_open(tmp_
         "NULL, expires REAL NOT NULL, slide INTEGER NOT NULL, question TEXT NOT NULL, phase TEXT "
         "NOT NULL, version INTEGER NOT NULL, example TEXT NOT NULL)"
     )
-    r = _record()
+    r = make_record()
     db.execute(
         "INSERT INTO classes VALUES (?, ?, ?, ?, 3, '', 'none', 0, '')",
         (r.code, r.token_hash, r.created, r.expires),

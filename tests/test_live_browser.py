@@ -7,7 +7,7 @@ server is restarted mid-class the class, its slide and its answers are still the
 moves the slides, and a student cannot move the class, nor with a forged teacher link or a forged
 token in their browser. (The same class on Redis, shared by two replicas behind HAProxy, over the
 websocket protocol: tests/test_serving_live.py; the stores' own rules, a token's check among them,
-on both stores: tests/test_classroom_store.py.) Latencies are measured and written to
+on both stores: tests/test_classroom_rules.py.) Latencies are measured and written to
 artifacts/live_class.json (never asserted: the suite must pass on a busy machine).
 Also: every slide at 1920x1080, 1366x768, 150% zoom and 390x844, with the cell numbers' font
 sizes read from the DOM (>= 24 px on the projector, >= 12 px and never overlapping on the phone).
@@ -329,7 +329,7 @@ def test_a_live_class_with_a_teacher_and_two_students(chromium, tmp_path):
         phases["revealed"] = time.monotonic() - began
 
         # what the page decides, not the store (the store's own checks of a forged token:
-        # tests/test_classroom_store.py, on both stores)
+        # tests/test_classroom_rules.py, on both stores)
         _a_student_cannot_move_the_class(server, env, code, laptops, pages, students)
         phases["not_moved"] = time.monotonic() - began
 

@@ -8,7 +8,7 @@ and its answers are in Redis; each browser reconnects with its own link, a stude
 answer as the same student, the teacher is still the teacher, and the class follows the next move.
 
 What the pages look like in a real browser is tests/test_live_browser.py's (on SQLite: the page
-is the same on either store; the stores' own rules run on both in tests/test_classroom_store.py).
+is the same on either store; the stores' own rules run on both in tests/test_classroom_rules.py).
 Correctness only: every wait is for something the pages say, with a generous deadline.
 """
 
