@@ -73,7 +73,7 @@ MIN_PIECE_ROWS = 32
 # in the last-level cache, one unit per thread: there more units cost more than the balance
 # they buy (measured at 2 threads: 0.74-0.80 of the read limit with 4 units a thread, 0.86-0.95
 # with one).
-STRIPES, TILES, COLUMNS = 0, 1, 2
+STRIPES, TILES, COLUMNS, PIECES = 0, 1, 2, 3
 L2_SHARE = 1
 # mode | PREFETCH: stripes ask for each stripe's lines a little ahead of the loads (weighted_rows.c).
 # Where x comes from beyond L2 that is timed on the first call of each shape (``_time_ahead``):
@@ -204,7 +204,12 @@ def _in_llc(numel: int) -> bool:
 def mode(b: int, t: int, h: int, threads: int) -> int:
     """How ``weighted_rows`` sums rows for x of (B, T, H) on ``threads``: TILES where each
     thread's share sits in its L2 and each thread can have whole tiles of columns of its own
-    (``tile_plan``), else STRIPES (see L2_SHARE).
+    (``tile_plan``), else STRIPES (see L2_SHARE). Where the threads' shares sit in their L2 but
+    rows on the lines hold too few whole tiles to cut by columns (one sentence of H under 2 * TILE
+    on two threads), PIECES: the sentence's rows cut into pieces as in STRIPES (``plan``), each
+    piece summed as tiles sum a whole sentence, one stream (1x2048x128, 1x1024x256, 1x4096x112,
+    1x1024x128 and 1x8192x64 on two threads, plain C, paired in one process: 0.92-0.96 of the
+    read limit, stripes 0.88-0.92).
 
     Without AVX-512 (``_lanes``), never tiles: their 8 running sums in registers, one add each per
     row, read 0.68-0.80 of the read limit in L2 on an AVX2 host (EPYC Zen 3, plain C), stripes
@@ -221,11 +226,13 @@ def mode(b: int, t: int, h: int, threads: int) -> int:
     in turn as one run, the sums in registers (``short_run``; 16x128x128: 0.91, stripes 0.90)."""
     n = plan(b, t, h, threads)[0]
     tile = _tile()
-    tiles = max(h // tile, int(h % 16 == 0)) if tile else 0  # a short row on the lines: one run
-    if not tile or not _in_l2(b * t * h, n) or tile_plan(b, n)[1] > tiles:
+    if not tile or not _in_l2(b * t * h, n):
         return STRIPES
     if _lanes() < 16:  # tiles' 8 sums in registers: 0.68-0.80 of the read limit in L2
         return STRIPES
+    tiles = max(h // tile, int(h % 16 == 0))  # a short row on the lines: one run
+    if tile_plan(b, n)[1] > tiles:  # too few whole tiles for a chunk of columns a thread
+        return PIECES if h % 16 == 0 else STRIPES
     if h % 16 and _realigns():
         return COLUMNS if n > 1 else STRIPES
     return TILES
@@ -274,7 +281,7 @@ def _call_shape(
         (group, split), rows_split = tile_plan(b, n), 1  # columns cut: no partial sums
     else:
         rows_split = split
-        kind |= PREFETCH if ahead else 0
+        kind |= PREFETCH if ahead and kind == STRIPES else 0
     return (ctypes.c_long * 7)(b, t, h, group, split, n, kind), rows_split
 
 

@@ -57,11 +57,12 @@ def fine_grained(monkeypatch):
     monkeypatch.setattr(native, "MIN_PIECE_ROWS", 2)
 
 
-@pytest.fixture(params=["stripes", "stripes asking ahead", "tiles", "columns"])
+@pytest.fixture(params=["stripes", "stripes asking ahead", "tiles", "columns", "pieces"])
 def summed_in(request, monkeypatch):
     """Each way the kernel sums rows (``native.mode`` picks one by where x sits, and the first
     call of a shape from beyond L2 whether stripes ask for their lines ahead), forced."""
-    kind = {"tiles": native.TILES, "columns": native.COLUMNS}.get(request.param, native.STRIPES)
+    kinds = {"tiles": native.TILES, "columns": native.COLUMNS, "pieces": native.PIECES}
+    kind = kinds.get(request.param, native.STRIPES)
     monkeypatch.setattr(native, "mode", lambda *shape: kind)
     ahead = request.param == "stripes asking ahead"
     monkeypatch.setattr(native, "asks_ahead", lambda *shape: ahead)
@@ -436,7 +437,14 @@ def test_rows_are_summed_in_tiles_in_l2_and_in_stripes_beyond(monkeypatch):
     assert native.mode(64, 64, tile - 1, 1) == native.STRIPES  # no whole tile in a row ...
     assert native.mode(16, 128, 128, 1) == native.TILES  # ... short rows on the lines: one run
     assert native.mode(16, 128, 128, 2) == native.TILES  # ... of whole sentences a thread
-    assert native.mode(1, 1024, 128, 2) == native.STRIPES  # ... one sentence: its rows cut
+    # ... one sentence (or three) on two threads: too few whole tiles to cut it by its columns,
+    # so its rows are cut, each piece summed as tiles sum a sentence
+    half = tile // 2
+    assert native.mode(1, 2**17 // half, half, 2) == native.PIECES  # 512 KiB
+    assert native.mode(3, 2**16 // half, half, 2) == native.PIECES
+    assert native.mode(1, 2**19 // tile, tile, 2) == native.PIECES  # one tile a row
+    assert native.mode(1, 2**18 // tile, 2 * tile, 2) == native.TILES  # two: one a thread
+    assert native.mode(1, 2**20 // half, half, 2) == native.STRIPES  # 4 MiB: past their L2
     assert native.mode(16, 128, 100, 1) == native.STRIPES  # ... off the lines
     # rows off the 64-byte lines: stripes read them as whole lines, faster than tiles in L2 too
     assert native.mode(3, 61, 777, 1) == (native.STRIPES if native._realigns() else native.TILES)

@@ -24,6 +24,8 @@
  *   mode 1, tiles (sum_rows_tiled): TILE columns at a time, the running sums in registers, every
  *     row of the sentence in turn: nothing but x is loaded, the fastest from L2, and no use
  *     beyond it (a row's TILE columns are a short run the prefetchers do not follow).
+ * (Modes 2 and 3, for several threads in L2, cut a sentence by its columns or its rows and sum
+ * each part one of these two ways: see weighted_rows_f32.)
  * Nothing else is read or written. Plain C99 with GCC/Clang vector types: the compiler
  * vectorizes the loops (-O3 -march=native); there is no -ffast-math, so NaN and inf propagate as
  * they do in PyTorch.
@@ -305,13 +307,22 @@ int weighted_rows_realigns(void) {
 #endif
 }
 
+/* s[0:h] = the weighted sum of `rows` whole rows: in tiles (mode 3) or in stripes */
+static void sum_whole_rows(const float *x, const float *w, float *s, long rows, long h, int tiled,
+                           int ahead) {
+    if (tiled)
+        sum_rows_tiled(x, w, s, rows, h, h);
+    else
+        sum_rows(x, w, s, rows, h, h, ahead);
+}
+
 /* partial[s, k, :] = the weighted sum of piece k (of `split`, t_per rows each) of sentence s */
 static void sum_piece(const float *x, const float *w, float *partial, long s, long k, long t,
-                      long h, long t_per, long split, int ahead) {
+                      long h, long t_per, long split, int tiled, int ahead) {
     const long lo = k * t_per, hi = (lo + t_per < t) ? lo + t_per : t;
     float *dst = partial + (s * split + k) * h;
     if (lo < hi)
-        sum_rows(x + (s * t + lo) * h, w + s * t + lo, dst, hi - lo, h, h, ahead);
+        sum_whole_rows(x + (s * t + lo) * h, w + s * t + lo, dst, hi - lo, h, tiled, ahead);
     else
         for (long j = 0; j < h; j++) dst[j] = 0.0f; /* an empty last piece */
 }
@@ -325,8 +336,9 @@ static void add_pieces(float *restrict o, const float *restrict p, long h, long 
 
 /* sentence s's pieces on `threads` threads, then their sum (the kernel's way without counts) */
 static void sum_pieces(const float *x, const float *w, float *out, float *partial, long s, long t,
-                       long h, long t_per, long split, int threads, int ahead) {
-    FOR_UNITS(k, split, threads, sum_piece(x, w, partial, s, k, t, h, t_per, split, ahead););
+                       long h, long t_per, long split, int threads, int tiled, int ahead) {
+    FOR_UNITS(k, split, threads,
+              sum_piece(x, w, partial, s, k, t, h, t_per, split, tiled, ahead););
     add_pieces(out + s * h, partial + s * split * h, h, split);
 }
 
@@ -342,14 +354,18 @@ static void sum_pieces(const float *x, const float *w, float *out, float *partia
  *     sentence's rows left pieces too short to stripe (1x250x777 on two threads, plain C: 0.67
  *     of the read limit with its rows cut in two, 0.90 with its columns). Not beyond L2: there
  *     half rows are short runs (0.63-0.65 from L3 against 0.94-0.97 with the rows cut).
+ *   mode 3 (pieces, sum_rows_tiled): as mode 0, each unit's rows summed in tiles: for one
+ *     sentence (or a few) on several threads in L2, rows on the lines too short to cut by whole
+ *     tiles of columns (H under 2 * TILE). A piece is then one stream, as a whole sentence is in
+ *     mode 1 (1x2048x128 on two threads, plain C, paired: 0.92 of the read limit, stripes 0.88).
  *   mode | PREFETCH: the stripes ask for their lines ahead (sum_rows_of); the sums are the same
  *     to the bit either way. */
 void weighted_rows_f32(const float *x, const float *w, float *out, float *partial,
                        const long *shape) {
     const long b = shape[0], t = shape[1], h = shape[2], group = shape[3], split = shape[4];
     const int threads = (int)shape[5];
-    const long kind = shape[6] & ~(long)PREFETCH; /* 0 stripes, 1 tiles, 2 columns */
-    const int ahead = (shape[6] & PREFETCH) != 0;
+    const long kind = shape[6] & ~(long)PREFETCH; /* 0 stripes, 1 tiles, 2 columns, 3 pieces */
+    const int ahead = (shape[6] & PREFETCH) != 0, tiled = kind == 3;
     if (b <= 0 || h <= 0 || group <= 0 || split <= 0 || threads <= 0) return;
     if (t <= 0) {
         for (long i = 0; i < b * h; i++) out[i] = 0.0f;
@@ -385,7 +401,7 @@ void weighted_rows_f32(const float *x, const float *w, float *out, float *partia
         FOR_UNITS(u, n_units, threads, {
             const long end = (u + 1) * group < b ? (u + 1) * group : b;
             for (long s = u * group; s < end; s++)
-                sum_rows(x + s * t * h, w + s * t, out + s * h, t, h, h, ahead);
+                sum_whole_rows(x + s * t * h, w + s * t, out + s * h, t, h, tiled, ahead);
         });
         return;
     }
@@ -401,12 +417,12 @@ void weighted_rows_f32(const float *x, const float *w, float *out, float *partia
     long *done = b <= 64 ? few : (long *)calloc((size_t)b, sizeof(long));
     if (done == NULL) { /* no memory for the counts: add after a barrier, as before */
         for (long s = 0; s < b; s++)
-            sum_pieces(x, w, out, partial, s, t, h, t_per, split, threads, ahead);
+            sum_pieces(x, w, out, partial, s, t, h, t_per, split, threads, tiled, ahead);
         return;
     }
     FOR_UNITS(u, b * split, threads, {
         const long s = u / split, k = u % split; /* sentence s, piece k */
-        sum_piece(x, w, partial, s, k, t, h, t_per, split, ahead);
+        sum_piece(x, w, partial, s, k, t, h, t_per, split, tiled, ahead);
         if (__atomic_add_fetch(&done[s], 1, __ATOMIC_ACQ_REL) == split)
             add_pieces(out + s * h, partial + s * split * h, h, split);
     });
