@@ -34,7 +34,8 @@ shape's first call times both ways and keeps the faster (``asks_ahead``).
   the embedding-bag path instead (``attnviz.native_build``: ``build()`` says which).
 - Threads: OpenMP, ``torch.get_num_threads()`` of them, taking small units of work as they come
   free (``schedule(dynamic)``), so a thread that wakes late or shares its core with another
-  program just takes fewer units. PyTorch's Linux wheels load their own ``libgomp.so.1`` first,
+  program just takes fewer units; where x sits in the threads' L2, each thread takes the same
+  units every call (``OWN_L2``), so that it reads what its own L2 kept. PyTorch's Linux wheels load their own ``libgomp.so.1`` first,
   and the loader then reuses it for this library, so the kernel runs on PyTorch's own (warm)
   OpenMP threads rather than starting a second set that would compete with them. (Python
   threads were tried first: PyTorch's OpenMP threads keep spinning for a while after each torch
@@ -81,6 +82,10 @@ L2_SHARE = 1
 # limit from DRAM to 0.97-1.01 on one and two threads, and changed nothing in the L3; in L2 it
 # cost 8-10% (plain C), and on an AMD EPYC (Zen 4) in the L3 it had cost 25-40% (2026-12-03).
 PREFETCH = 4
+# mode | OWN_L2: where x sits in the threads' L2, each thread takes the same units on every call
+# (csrc/threads.h), and so reads what its own L2 kept from the last call; the read limit too
+# (native_read.call_mode)
+OWN_L2 = 8
 AHEAD_TRIES = 2  # timings of each way on a shape's first call: the faster best is kept
 MAX_AHEAD_SHAPES = 1024  # a visitor trying every shape fills it; it is then emptied
 _ahead: dict[tuple[int, ...], bool] = {}  # (B, T, H, threads, limits...) -> asks ahead
@@ -274,7 +279,8 @@ def _call_shape(
     """The kernel's shape argument {B, T, H, group, split, threads, mode} as a C array, made once
     per shape, thread count and plan limits (the kernel only reads it), and how many partial
     sums per sentence it needs (the rows' split in STRIPES mode, none where columns are cut).
-    ``ahead``: the stripes ask for their lines ahead (PREFETCH; STRIPES only)."""
+    ``ahead``: the stripes ask for their lines ahead (PREFETCH; STRIPES only). Where x sits in the
+    threads' L2, each thread takes the same units every call (OWN_L2)."""
     n, group, split = _plan(b, t, h, threads, *limits)
     kind = mode(b, t, h, threads)
     if kind in (TILES, COLUMNS):
@@ -282,6 +288,7 @@ def _call_shape(
     else:
         rows_split = split
         kind |= PREFETCH if ahead and kind == STRIPES else 0
+    kind |= OWN_L2 if n > 1 and _in_l2(b * t * h, n) else 0
     return (ctypes.c_long * 7)(b, t, h, group, split, n, kind), rows_split
 
 

@@ -38,7 +38,10 @@ from pathlib import Path
 SOURCE = Path(__file__).with_name("csrc") / "weighted_rows.c"
 SOURCES = (SOURCE, SOURCE.with_name("read_floats.c"))  # one library: the kernel, the read limit
 # what the cached library's name hashes: the sources and the headers they include
-BUILT_FROM = (*SOURCES, *(SOURCE.with_name(n) for n in ("vectors.h", "rows_off_lines.h")))
+BUILT_FROM = (
+    *SOURCES,
+    *(SOURCE.with_name(n) for n in ("vectors.h", "threads.h", "rows_off_lines.h")),
+)
 ABI = 8  # weighted_rows_abi() in the source
 FLAGS = ("-O3", "-std=c99", "-ffp-contract=fast", "-fopenmp", "-shared", "-fPIC")
 # tried first; dropped if the compiler refuses them. GCC's unroll-and-jam would multiply the

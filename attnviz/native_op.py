@@ -326,7 +326,7 @@ def reader(
         return checked
     numel = x.numel()
     used, unit = native_read.read_plan(numel, threads or torch.get_num_threads())
-    how = native_read.read_mode(numel) if mode is None else mode
+    how = native_read.call_mode(numel, used, native_read.read_mode(numel) if mode is None else mode)
 
     def read_one(y: Tensor) -> float:
         try:  # the builtin checks y itself; a y it refuses is checked again, for the message

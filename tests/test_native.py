@@ -71,10 +71,23 @@ def summed_in(request, monkeypatch):
     native._call_shape.cache_clear()
 
 
+@pytest.fixture(params=["as they come free", "each thread its own"])
+def units_go(request, monkeypatch):
+    """Each way the threads take units (``native._call_shape`` sets OWN_L2 where x sits in their
+    L2: each thread the same units every call), forced: the test sizes all sit in L2."""
+    own = request.param == "each thread its own"
+    monkeypatch.setattr(native, "_in_l2", lambda numel, threads: own)
+    native._call_shape.cache_clear()
+    yield own
+    native._call_shape.cache_clear()
+
+
 @needs_kernel
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("threads", [1, 2, 3])
-def test_kernel_matches_float64_reference(shape, threads, fine_grained, summed_in):
+def test_kernel_matches_float64_reference(shape, threads, fine_grained, summed_in, units_go):
+    call, _ = native._call_shape(*shape, threads, *native._limits())
+    assert bool(call[6] & native.OWN_L2) == (units_go and call[5] > 1)
     x, w = random_inputs(*shape, seed=sum(shape) + threads)
     got = native.weighted_rows(x, w, threads=threads)
     assert got.shape == (shape[0], shape[2]) and got.dtype == torch.float32
@@ -467,9 +480,38 @@ def test_without_avx512_rows_in_l2_are_summed_in_stripes(monkeypatch):
 
 
 @needs_kernel
+@pytest.mark.parametrize("threads", [1, 2, 3])
 @pytest.mark.parametrize("n", [1, 15, 16, 255, 256, 257, 5000, 70_001])
-def test_every_way_of_reading_sums_every_number_once(n, monkeypatch):
+def test_every_way_of_reading_sums_every_number_once(n, threads, monkeypatch):
+    monkeypatch.setattr(native, "MIN_NUMEL_PER_THREAD", 64)  # threads even for small n
+    monkeypatch.setattr(native, "MAX_UNIT_NUMEL", 1024)  # and several units a thread
     x = torch.arange(n, dtype=torch.float32) % 7  # exact in float32 and in the double result
-    for kind in (native.STRIPES, native.TILES, native_read.READ_AHEAD):
-        monkeypatch.setattr(native_read, "read_mode", lambda n, kind=kind: kind)
-        assert native_read.read_sum(x) == float(x.double().sum())
+    for own in (False, True):  # units as they come free, or each thread its own (OWN_L2)
+        monkeypatch.setattr(native, "_in_l2", lambda numel, used, own=own: own)
+        for kind in (native.STRIPES, native.TILES, native_read.READ_AHEAD):
+            monkeypatch.setattr(native_read, "read_mode", lambda n, kind=kind: kind)
+            assert native_read.read_sum(x, threads=threads) == float(x.double().sum())
+
+
+@needs_kernel
+def test_threads_keep_their_units_where_x_sits_in_their_l2(monkeypatch):
+    """Where x sits in the threads' L2, each thread takes the same units every call (OWN_L2), the
+    kernel and the read limit alike; beyond it, and on one thread, units go as threads come free."""
+    monkeypatch.setattr(native, "_caches", lambda: (2**20, 32 * 2**20))  # 1 MiB L2, 32 MiB L3
+    native._plan.cache_clear()
+    native._call_shape.cache_clear()
+
+    def own(b, t, h, threads):
+        return bool(native._call_shape(b, t, h, threads, *native._limits())[0][6] & native.OWN_L2)
+
+    try:
+        assert own(4, 64, 1024, 2) and own(1, 1024, 128, 2)  # 1 MiB, 512 KiB: in their L2
+        assert not own(4, 64, 1024, 1)  # one thread: nothing to hand out
+        assert not own(8, 512, 1024, 2)  # 16 MiB: past their L2
+        read = native_read.call_mode
+        assert read(2**18, 2, native.TILES) == native.TILES | native.OWN_L2  # 1 MiB
+        assert read(2**18, 1, native.TILES) == native.TILES
+        assert read(2**22, 2, native.TILES) == native.TILES  # 16 MiB
+    finally:
+        native._plan.cache_clear()
+        native._call_shape.cache_clear()

@@ -14,12 +14,13 @@
  *     would seem to beat the machine's limit.
  * Each into vectors of running sums of their own (GCC/Clang vector types): each add waits on
  * none of the adds just before it, so the loop is bound by how fast the bytes arrive, not by the
- * latency of a chain of adds. Units of `unit` numbers go to the threads as they come free, as
- * in weighted_rows_f32. The result (a double, summed over units in order of completion) is
- * returned so that the compiler cannot drop the reads; its last bits are not meant to be
- * compared.
+ * latency of a chain of adds. Units of `unit` numbers go to the threads as they come free, or
+ * with mode | OWN_L2 each thread the same units every call, as in weighted_rows_f32 (threads.h).
+ * The result (a double, summed over units in order of completion) is returned so that the
+ * compiler cannot drop the reads; its last bits are not meant to be compared.
  */
 
+#include "threads.h" /* OWN_L2 */
 #include "vectors.h"
 
 #define READ_STREAMS 4
@@ -70,13 +71,22 @@ static double read_run(const float *restrict x, long n) {
 
 double read_floats(const float *x, long n, long unit, int threads, int mode) {
     if (n <= 0 || unit <= 0 || threads <= 0) return 0.0;
+    const int how = mode & ~OWN_L2, own = (mode & OWN_L2) != 0;
     double (*const read)(const float *restrict, long) =
-        mode == 1 ? read_run : mode == 2 ? read_block_ahead : read_block;
+        how == 1 ? read_run : how == 2 ? read_block_ahead : read_block;
     const long n_units = (n + unit - 1) / unit;
     double total = 0.0;
     if (threads == 1) { /* no OpenMP region: see FOR_UNITS (weighted_rows.c) */
         for (long lo = 0; lo < n; lo += unit)
             total += read(x + lo, (n - lo < unit) ? n - lo : unit);
+        return total;
+    }
+    if (own) { /* x in the threads' L2: each the same units every call, as the kernel (threads.h) */
+#pragma omp parallel for schedule(static) num_threads(threads) reduction(+ : total)
+        for (long u = 0; u < n_units; u++) {
+            const long lo = u * unit, len = (n - lo < unit) ? n - lo : unit;
+            total += read(x + lo, len);
+        }
         return total;
     }
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads) reduction(+ : total)

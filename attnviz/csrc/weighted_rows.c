@@ -8,7 +8,8 @@
  *
  * The work is cut into units that OpenMP threads take one at a time (schedule(dynamic)), so a
  * thread that starts late or shares its core with another program simply takes fewer units
- * (in stripes; in tiles see weighted_rows_f32):
+ * (where x sits in the threads' L2, each the same units every call: threads.h; in tiles see
+ * weighted_rows_f32):
  *   split == 1: a unit is `group` whole sentences, each written to out[b, :];
  *   split > 1:  a unit is one of `split` pieces of a sentence's rows, written to
  *               partial[b, k, :] ((B, split, H)); the thread that finishes a sentence's last
@@ -33,6 +34,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "threads.h" /* FOR_UNITS, OWN_L2 */
 #include "vectors.h"
 
 /* for (int k = 0; k < nv; k++), unrolled: with nv a constant, every a[k] in a register */
@@ -46,20 +48,6 @@
  * the loads (attnviz/native.py decides where, by timing; see sum_rows_of) */
 #define PREFETCH 4
 
-/* for (long u = 0; u < n; u++) { body }: on `threads` OpenMP threads (a variable of that name
- * in scope), which take units one at a time as they come free (schedule(dynamic)), or with one
- * thread in this thread alone, with no OpenMP region at all: libgomp makes a futex system call
- * for every region, if (false) included (strace: one per call), ~0.3 us of a one-thread call. */
-#define FOR_UNITS(u, n, threads, ...)                                                              \
-    do {                                                                                           \
-        const long n_units_ = (n);                                                                 \
-        if ((threads) > 1) {                                                                       \
-            _Pragma("omp parallel for schedule(dynamic, 1) num_threads(threads)")                  \
-            for (long u = 0; u < n_units_; u++) { __VA_ARGS__ }                                    \
-        } else {                                                                                   \
-            for (long u = 0; u < n_units_; u++) { __VA_ARGS__ }                                    \
-        }                                                                                          \
-    } while (0)
 
 #include "rows_off_lines.h" /* rows off the 64-byte lines (AVX-512, GCC) */
 
@@ -336,8 +324,9 @@ static void add_pieces(float *restrict o, const float *restrict p, long h, long 
 
 /* sentence s's pieces on `threads` threads, then their sum (the kernel's way without counts) */
 static void sum_pieces(const float *x, const float *w, float *out, float *partial, long s, long t,
-                       long h, long t_per, long split, int threads, int tiled, int ahead) {
-    FOR_UNITS(k, split, threads,
+                       long h, long t_per, long split, int threads, int own, int tiled,
+                       int ahead) {
+    FOR_UNITS(k, split, threads, own,
               sum_piece(x, w, partial, s, k, t, h, t_per, split, tiled, ahead););
     add_pieces(out + s * h, partial + s * split * h, h, split);
 }
@@ -359,13 +348,16 @@ static void sum_pieces(const float *x, const float *w, float *out, float *partia
  *     tiles of columns (H under 2 * TILE). A piece is then one stream, as a whole sentence is in
  *     mode 1 (1x2048x128 on two threads, plain C, paired: 0.92 of the read limit, stripes 0.88).
  *   mode | PREFETCH: the stripes ask for their lines ahead (sum_rows_of); the sums are the same
- *     to the bit either way. */
+ *     to the bit either way.
+ *   mode | OWN_L2: x sits in the threads' L2, each thread takes the same units every call
+ *     (threads.h); the sums are the same to the bit either way. */
 void weighted_rows_f32(const float *x, const float *w, float *out, float *partial,
                        const long *shape) {
     const long b = shape[0], t = shape[1], h = shape[2], group = shape[3], split = shape[4];
     const int threads = (int)shape[5];
-    const long kind = shape[6] & ~(long)PREFETCH; /* 0 stripes, 1 tiles, 2 columns, 3 pieces */
+    const long kind = shape[6] & ~(long)(PREFETCH | OWN_L2); /* 0-3: stripes to pieces */
     const int ahead = (shape[6] & PREFETCH) != 0, tiled = kind == 3;
+    const int own = (shape[6] & OWN_L2) != 0; /* each thread the same units every call */
     if (b <= 0 || h <= 0 || group <= 0 || split <= 0 || threads <= 0) return;
     if (t <= 0) {
         for (long i = 0; i < b * h; i++) out[i] = 0.0f;
@@ -381,7 +373,7 @@ void weighted_rows_f32(const float *x, const float *w, float *out, float *partia
         const long per = tiles ? (h / TILE + split - 1) / split * TILE /* columns per chunk */
                                : ((h + split - 1) / split + 15) / 16 * 16;
         const long n_units = (b + group - 1) / group * split;
-        FOR_UNITS(u, n_units, threads, {
+        FOR_UNITS(u, n_units, threads, own, {
             const long g = u / split, k = u % split;
             const long c0 = k * per < h ? k * per : h;
             const long c1 = (k == split - 1 || c0 + per > h) ? h : c0 + per;
@@ -398,7 +390,7 @@ void weighted_rows_f32(const float *x, const float *w, float *out, float *partia
     }
     if (split == 1) {
         const long n_units = (b + group - 1) / group;
-        FOR_UNITS(u, n_units, threads, {
+        FOR_UNITS(u, n_units, threads, own, {
             const long end = (u + 1) * group < b ? (u + 1) * group : b;
             for (long s = u * group; s < end; s++)
                 sum_whole_rows(x + s * t * h, w + s * t, out + s * h, t, h, tiled, ahead);
@@ -417,10 +409,10 @@ void weighted_rows_f32(const float *x, const float *w, float *out, float *partia
     long *done = b <= 64 ? few : (long *)calloc((size_t)b, sizeof(long));
     if (done == NULL) { /* no memory for the counts: add after a barrier, as before */
         for (long s = 0; s < b; s++)
-            sum_pieces(x, w, out, partial, s, t, h, t_per, split, threads, tiled, ahead);
+            sum_pieces(x, w, out, partial, s, t, h, t_per, split, threads, own, tiled, ahead);
         return;
     }
-    FOR_UNITS(u, b * split, threads, {
+    FOR_UNITS(u, b * split, threads, own, {
         const long s = u / split, k = u % split; /* sentence s, piece k */
         sum_piece(x, w, partial, s, k, t, h, t_per, split, tiled, ahead);
         if (__atomic_add_fetch(&done[s], 1, __ATOMIC_ACQ_REL) == split)
