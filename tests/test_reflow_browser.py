@@ -318,8 +318,17 @@ def test_every_playground_tab_reflows(tab, url):
     text, none cut."""
     _open(tab, f"{url}/", '[data-testid="stPlotlyChart"]')
     problems, heatmap_numbers = {}, 0
+    wire = tab.attnviz_wire
     for key, label in TABS:
+        # as a person reads each tab before the next: the run the click asks for finishes first
+        # (in one full run a click on the next tab, sent while that run was still going on a
+        # busy machine, never selected it; 96 quick clicks on a quiet one all did)
+        before = wire.asked
         tab.get_by_role("tab", name=label).click()
+        if key != TABS[0][0]:  # the tab shown already: its click asks for no run
+            wire.wait(
+                lambda b=before: wire.asked > b and wire.idle, f"the run the tab {label} asks for"
+            )
         tab.get_by_role("tab", name=label, selected=True).wait_for(timeout=WAIT_MS)
         _drawn(tab)
         panel = tab.locator('[role="tabpanel"]:visible [data-testid="stPlotlyChart"]')
