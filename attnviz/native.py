@@ -35,11 +35,12 @@ shape's first call times both ways and keeps the faster (``asks_ahead``).
 - Threads: OpenMP, ``torch.get_num_threads()`` of them, taking small units of work as they come
   free (``schedule(dynamic)``), so a thread that wakes late or shares its core with another
   program just takes fewer units; where x sits in the threads' L2, each thread takes the same
-  units every call (``OWN_L2``), so that it reads what its own L2 kept. PyTorch's Linux wheels load their own ``libgomp.so.1`` first,
-  and the loader then reuses it for this library, so the kernel runs on PyTorch's own (warm)
-  OpenMP threads rather than starting a second set that would compete with them. (Python
-  threads were tried first: PyTorch's OpenMP threads keep spinning for a while after each torch
-  call and took their cores, costing up to 20%.) ctypes releases the GIL during the call.
+  units every call (``OWN_L2``), so that it reads what its own L2 kept. PyTorch's Linux wheels
+  load their own ``libgomp.so.1`` first, and the loader then reuses it for this library, so the
+  kernel runs on PyTorch's own (warm) OpenMP threads rather than starting a second set that
+  would compete with them. (Python threads were tried first: PyTorch's OpenMP threads keep
+  spinning for a while after each torch call and took their cores, costing up to 20%.) ctypes
+  releases the GIL during the call.
 - Only float32, contiguous CPU tensors and no autograd: everything else goes elsewhere.
 """
 
@@ -213,8 +214,8 @@ def mode(b: int, t: int, h: int, threads: int) -> int:
     rows on the lines hold too few whole tiles to cut by columns (one sentence of H under 2 * TILE
     on two threads), PIECES: the sentence's rows cut into pieces as in STRIPES (``plan``), each
     piece summed as tiles sum a whole sentence, one stream (1x2048x128, 1x1024x256, 1x4096x112,
-    1x1024x128 and 1x8192x64 on two threads, plain C, paired in one process: 0.92-0.96 of the
-    read limit, stripes 0.88-0.92).
+    1x1024x128 and 1x8192x64 on two threads, plain C, paired in one process: 0.89-0.96 of the
+    read limit, stripes 0.83-0.94; H = 320-384, 0.78-0.92 against 0.30-0.39).
 
     Without AVX-512 (``_lanes``), never tiles: their 8 running sums in registers, one add each per
     row, read 0.68-0.80 of the read limit in L2 on an AVX2 host (EPYC Zen 3, plain C), stripes

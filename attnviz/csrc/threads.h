@@ -6,8 +6,8 @@
  * L2 caches (the caller says so: OWN_L2 in the mode), each thread instead takes the same units on
  * every call (schedule(static): thread k the k-th share), and so reads the bytes its own L2 kept
  * from the last call: taken as they came free, a unit's bytes were often in the other core's L2
- * (two threads, plain C, paired, rows on the lines: 3x512x128 0.81 of the read limit, 0.93 so;
- * 5x256x128 0.72 and 0.91; 1x256x1024 0.88 and 0.95, the read limit threaded so as well). */
+ * (two threads, plain C, paired, the read limit threaded the same way: 5x256x128 0.67 of the read
+ * limit, 0.83 so; 3x512x128 0.76-0.77 and 0.84-0.85; 1x256x1024 0.89-0.90 and 0.92-0.94). */
 #ifndef ATTNVIZ_THREADS_H
 #define ATTNVIZ_THREADS_H
 

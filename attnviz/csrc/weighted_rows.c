@@ -48,7 +48,6 @@
  * the loads (attnviz/native.py decides where, by timing; see sum_rows_of) */
 #define PREFETCH 4
 
-
 #include "rows_off_lines.h" /* rows off the 64-byte lines (AVX-512, GCC) */
 
 /* short_rows(..., nv): sum_rows for rows of nv * VL <= SHORT_COLUMNS numbers, the running sums
@@ -346,7 +345,8 @@ static void sum_pieces(const float *x, const float *w, float *out, float *partia
  *   mode 3 (pieces, sum_rows_tiled): as mode 0, each unit's rows summed in tiles: for one
  *     sentence (or a few) on several threads in L2, rows on the lines too short to cut by whole
  *     tiles of columns (H under 2 * TILE). A piece is then one stream, as a whole sentence is in
- *     mode 1 (1x2048x128 on two threads, plain C, paired: 0.92 of the read limit, stripes 0.88).
+ *     mode 1 (two threads, plain C, paired: 1x2048x128 0.92-0.95 of the read limit, stripes
+ *     0.86-0.92; 1x1024x384 0.85-0.90, stripes 0.34-0.39, their sums in memory there).
  *   mode | PREFETCH: the stripes ask for their lines ahead (sum_rows_of); the sums are the same
  *     to the bit either way.
  *   mode | OWN_L2: x sits in the threads' L2, each thread takes the same units every call
