@@ -71,14 +71,36 @@ def planned(monkeypatch):
 @needs_op
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("threads", [1, 2, 3])
-@pytest.mark.parametrize("kind", ["stripes", "stripes asking ahead", "tiles", "columns"])
+@pytest.mark.parametrize("kind", ["stripes", "stripes asking ahead", "tiles", "columns", "pieces"])
 def test_the_operator_matches_float64_reference(op, planned, shape, threads, kind):
     x, w = random_inputs(*shape, seed=sum(shape) + threads)
-    modes = {"tiles": native.TILES, "columns": native.COLUMNS}
+    modes = {"tiles": native.TILES, "columns": native.COLUMNS, "pieces": native.PIECES}
     planned(x, threads, modes.get(kind, native.STRIPES), ahead=kind == "stripes asking ahead")
     got = op(x, w)
     assert got is not None and got.shape == (shape[0], shape[2]) and got.dtype == torch.float32
     assert_close(got, attnviz.reference(x, w).float(), rtol=1e-5, atol=1e-4)
+
+
+@needs_op
+@pytest.mark.parametrize("threads", [2, 3])
+@pytest.mark.parametrize("kind", ["stripes", "pieces"])
+def test_sentences_cut_into_pieces_sum_right_whatever_room_their_partial_sums_take(
+    op, planned, monkeypatch, threads, kind
+):
+    """The partial sums of sentences cut into pieces go in the calling thread's own room where
+    they are few (at most 2**14 numbers, weighted_rows_op.cpp's SCRATCH_NUMEL), in a tensor where
+    more: calls of each kind in turn each sum right, and none leaves numbers for the next."""
+    monkeypatch.setattr(native, "MIN_NUMEL_PER_THREAD", 1)  # threads, and sentences cut, at once
+    monkeypatch.setattr(native, "MAX_UNIT_NUMEL", 64)
+    monkeypatch.setattr(native, "MIN_PIECE_ROWS", 2)
+    how = {"stripes": native.STRIPES, "pieces": native.PIECES}[kind]
+    few, many = (1, 100, 70), (5, 40, 2050)  # partial sums: 140-210 numbers; 20500-30750
+    for shape in (few, many, few, many):
+        x, w = random_inputs(*shape, seed=sum(shape) + threads)
+        planned(x, threads, how)
+        split = native._call_shape(*shape, threads, *native._limits())[1]
+        assert split > 1 and (shape[0] * split * shape[2] > 2**14) == (shape == many)
+        assert_close(op(x, w), attnviz.reference(x, w).float(), rtol=1e-5, atol=1e-4)
 
 
 @needs_op

@@ -36,3 +36,13 @@ for r in 1 2 3; do
             --sizes 1x2048x128,1x1024x256,1x4096x112,1x1024x384,3x512x128,1x256x1024,16x128x128,1x8192x64)
     done
 done
+
+# bench_scratch.txt: the operator's partial sums in the calling thread's own room (head = 25c5365,
+# /tmp/wt_head checked out there) against this tree, the same way as bench_before_after.txt
+for r in 1 2 3; do
+    for tree in /tmp/wt_head "$PWD"; do
+        (cd "$tree" && PYTHONPATH="$tree" "$OLDPWD/.venv/bin/python" -m attnviz.bench --device cpu \
+            --threads 2 --methods fused --json \
+            --sizes 1x2048x128,2x1024x128,1x1024x256,1x4096x64,1x1024x384)
+    done
+done
