@@ -56,7 +56,9 @@ class SQLiteStore:
         self._lock = threading.Lock()
         self._idle: list[sqlite3.Connection] = []
         self._closed = False
-        self.opened = 0  # connections made so far (the pool's tests read it)
+        self.opened = 0  # connections made so far (the pool's tests read these three)
+        self.open_now = 0  # connections open at this moment, in use or idle
+        self.peak = 0  # the most ever open at once
         with self._db() as db:
             db.executescript(_SCHEMA)
             columns = {row[1] for row in db.execute("PRAGMA table_info(classes)")}
@@ -75,7 +77,14 @@ class SQLiteStore:
         db.execute("PRAGMA secure_delete=ON")  # a deleted row's bytes are zeroed, not left free
         with self._lock:
             self.opened += 1
+            self.open_now += 1
+            self.peak = max(self.peak, self.open_now)
         return db
+
+    def _close(self, db: sqlite3.Connection) -> None:
+        db.close()
+        with self._lock:
+            self.open_now -= 1
 
     @contextlib.contextmanager
     def _db(self) -> Iterator[sqlite3.Connection]:
@@ -96,7 +105,7 @@ class SQLiteStore:
                 if keep:
                     self._idle.append(db)
             if not keep:
-                db.close()
+                self._close(db)
 
     @contextlib.contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
@@ -123,7 +132,7 @@ class SQLiteStore:
             self._closed = True
             idle, self._idle = self._idle, []
         for db in idle:
-            db.close()
+            self._close(db)
 
     # ---- the Store interface -------------------------------------------------------------------
 
