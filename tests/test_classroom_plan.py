@@ -174,6 +174,16 @@ def test_every_catalogued_wrong_shape_is_explained_by_the_form_that_computes_it(
             assert format_shape(of(shape)) == got and code in words
 
 
+@pytest.mark.parametrize("shape", SHAPES)
+def test_the_built_in_questions_words_hold_no_markdown_marks(shape):
+    """The class shows a question's words as plain text (st.text): a catalogued mistake's lesson
+    title, "forgot `[..., None]`", showed its backticks on every phone."""
+    x, w = examples.random_example(*shape, seed=6)
+    for q in build_questions(default_plan(), x, w):
+        for text in (q.prompt, q.why, q.needs, *q.choices, *(words for _, words in q.wrong)):
+            assert "`" not in text, (q.id, text)
+
+
 def test_the_unsummed_product_is_explained_as_multiplied_but_not_summed():
     x, w = examples.random_example(2, 3, 5, seed=5)
     q = next(q for q in build_questions(default_plan(), x, w) if q.id == "result_shape")

@@ -413,7 +413,9 @@ def catalogue_mistakes(
 ) -> dict[str, tuple[str, str]]:
     """shape -> (form key, explanation) of every catalogued wrong form, found by running it on
     net_output (B, T, H), att_scores (B, T): "result" the shape the form computes, "operand" the
-    shape it gives the weights (the gallery's operand). The first form in the catalogue wins."""
+    shape it gives the weights (the gallery's operand). The first form in the catalogue wins. The
+    lessons' titles mark code with Markdown's backticks; the class shows these words as plain
+    text, so the marks go."""
     x, w = net_output.detach(), att_scores.detach()
     shape = (int(x.shape[0]), int(x.shape[1]), int(x.shape[2]))
     inputs = forms.Inputs.of_weights(x, w)
@@ -425,7 +427,7 @@ def catalogue_mistakes(
             (f.lesson and f.lesson.title) or (f.verdict and f.verdict.title) or f.gallery.title
             if (f.lesson or f.verdict or f.gallery)
             else key
-        )
+        ).replace("`", "")
         if which == "operand":
             if f.gallery is None or f.gallery.operand is None:
                 continue
