@@ -233,9 +233,13 @@ def broadcast_steps(net_output: Tensor, att_scores: Tensor) -> list[Step]:
             title="The result, cross-checked",
             code="weighted = (net_output * att_scores[..., None]).sum(axis=1)",
             explanation=(
-                f"weighted {_shape_str(summed)}: one vector of H = {h} numbers per sentence. "
+                f"weighted {_shape_str(summed)}: one vector of H = {h} "
+                + ("number" if h == 1 else "numbers")
+                + " per sentence. "
                 + (
-                    f"einsum and bmm give the same numbers (largest difference: {diffs})."
+                    "einsum and bmm give exactly the same numbers."
+                    if all(c.max_abs_diff == 0 for c in checks)
+                    else f"einsum and bmm give the same numbers (largest difference: {diffs})."
                     if agree
                     else f"einsum or bmm disagree (largest difference: {diffs})."
                 )
