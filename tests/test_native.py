@@ -222,6 +222,31 @@ def test_rows_off_the_lines_are_summed_in_every_grouping(h, t):
 
 
 @needs_kernel
+@pytest.mark.parametrize("h", [18, 45, 61, 100, 241])  # short rows off the lines
+@pytest.mark.parametrize(
+    "t", [3, 16, 61, 64]
+)  # T * H odd: each sentence at its own place on a line
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("kind", [native.STRIPES, native.COLUMNS], ids=["stripes", "columns"])
+def test_short_rows_off_the_lines_give_each_sentence_the_bits_it_has_alone(
+    h, t, threads, kind, monkeypatch
+):
+    """Short rows off the lines are summed a unit's sentences at a time (short_realigned_of, one
+    call for them all): each sentence's sums are those of the same rows summed alone, to the bit
+    (the same place on the lines, the same order of adds), and the float64 reference's. Ten
+    sentences: on two threads none is cut into pieces, which would add its rows in another order."""
+    monkeypatch.setattr(native, "mode", lambda *shape: kind)
+    native._call_shape.cache_clear()  # its arrays hold the mode
+    assert native.plan(10, t, h, threads)[2] == 1
+    x, w = random_inputs(10, t, h, seed=h * t + threads)
+    got = native.weighted_rows(x, w, threads=threads)
+    alone = [native.weighted_rows(x[s : s + 1], w[s : s + 1], threads=1) for s in range(10)]
+    native._call_shape.cache_clear()
+    assert torch.equal(got, torch.cat(alone))
+    assert_close(got, expected(x, w), rtol=1e-5, atol=1e-4)
+
+
+@needs_kernel
 @pytest.mark.parametrize("offset", [1, 5, 16])
 @pytest.mark.parametrize("h", [1024, 64])  # long rows; short ones, their sums in registers
 def test_a_view_that_starts_off_a_line_is_summed_right(offset, h, summed_in):

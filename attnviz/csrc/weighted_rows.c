@@ -154,8 +154,8 @@ static inline __attribute__((always_inline)) void sum_rows_of(
         float *restrict acc = s + j0;
 #ifdef ALIGNED_STEPS
         if (h % 16 != 0 || ((uintptr_t)(x + j0) & 63) != 0) { /* rows off 64-byte lines */
-            if (!ahead && n >= SHORT_OFF_MIN && OFF_VECS(n) <= SHORT_OFF_VECS)
-                short_realigned_of(x + j0, w, acc, rows, h, n); /* the sums in registers */
+            if (short_off_lines(x + j0, h, n, ahead))
+                short_realigned_of(x + j0, w, acc, 1, rows, h, n); /* the sums in registers */
             else
                 rows_realigned(x + j0, w, acc, rows, h, n, ahead); /* acc written, not added to */
             continue;
@@ -294,6 +294,21 @@ int weighted_rows_realigns(void) {
 #endif
 }
 
+/* out[s, c0:c1] for sentences s0 .. s1-1 (t rows each), in stripes (sum_rows); short rows off
+ * the lines by one call of short_realigned_of for them all, not one a sentence (see there) */
+static void sum_sentences(const float *x, const float *w, float *out, long s0, long s1, long t,
+                          long h, long c0, long c1, int ahead) {
+#ifdef ALIGNED_STEPS
+    const float *xs = x + s0 * t * h + c0;
+    if (short_off_lines(xs, h, c1 - c0, ahead)) {
+        short_realigned_of(xs, w + s0 * t, out + s0 * h + c0, s1 - s0, t, h, c1 - c0);
+        return;
+    }
+#endif
+    for (long s = s0; s < s1; s++)
+        sum_rows(x + s * t * h + c0, w + s * t, out + s * h + c0, t, h, c1 - c0, ahead);
+}
+
 /* s[0:h] = the weighted sum of `rows` whole rows: in tiles (mode 3) or in stripes */
 static void sum_whole_rows(const float *x, const float *w, float *s, long rows, long h, int tiled,
                            int ahead) {
@@ -378,13 +393,11 @@ void weighted_rows_f32(const float *x, const float *w, float *out, float *partia
             const long c0 = k * per < h ? k * per : h;
             const long c1 = (k == split - 1 || c0 + per > h) ? h : c0 + per;
             const long end = (g + 1) * group < b ? (g + 1) * group : b;
-            for (long s = g * group; s < end && c0 < c1; s++) {
-                const float *xs = x + s * t * h + c0;
-                if (tiles)
-                    sum_rows_tiled(xs, w + s * t, out + s * h + c0, t, h, c1 - c0);
-                else
-                    sum_rows(xs, w + s * t, out + s * h + c0, t, h, c1 - c0, ahead);
-            }
+            if (tiles)
+                for (long s = g * group; s < end && c0 < c1; s++)
+                    sum_rows_tiled(x + s * t * h + c0, w + s * t, out + s * h + c0, t, h, c1 - c0);
+            else if (c0 < c1)
+                sum_sentences(x, w, out, g * group, end, t, h, c0, c1, ahead);
         });
         return;
     }
@@ -392,8 +405,11 @@ void weighted_rows_f32(const float *x, const float *w, float *out, float *partia
         const long n_units = (b + group - 1) / group;
         FOR_UNITS(u, n_units, threads, own, {
             const long end = (u + 1) * group < b ? (u + 1) * group : b;
-            for (long s = u * group; s < end; s++)
-                sum_whole_rows(x + s * t * h, w + s * t, out + s * h, t, h, tiled, ahead);
+            if (tiled)
+                for (long s = u * group; s < end; s++)
+                    sum_rows_tiled(x + s * t * h, w + s * t, out + s * h, t, h, h);
+            else
+                sum_sentences(x, w, out, u * group, end, t, h, 0, h, ahead);
         });
         return;
     }
