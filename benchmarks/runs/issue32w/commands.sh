@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Issue 32, seventeenth round (2026-12-06, an AMD EPYC Zen 4 host): how pairs.txt and
+# bench_before_after.txt were made, from the repository root. before = 522cdbb (its csrc at
+# /tmp/csrc_before/attnviz/csrc, a worktree at /tmp/wt_before), after = ae44356.
+set -euo pipefail
+out=benchmarks/runs/issue32w
+git worktree add /tmp/wt_before 522cdbb
+mkdir -p /tmp/csrc_before && git archive 522cdbb attnviz/csrc | tar -x -C /tmp/csrc_before
+
+# pairs.txt: plain C, both trees in one process, each order twice (one thread: these shapes are
+# planned on one thread even where two are asked; H = 777 on two)
+S="16x64x61 32x64x61 7x61x61 8x64x100 16x64x45 8x61x51 4x64x200 4x256x61 1x1024x61 64x16x61
+   3x61x777 3x61x777@2 1x250x777@2"
+for r in 1 2; do
+    benchmarks/pair_kernels.sh /tmp/csrc_before/attnviz/csrc attnviz/csrc $S
+    benchmarks/pair_kernels.sh attnviz/csrc /tmp/csrc_before/attnviz/csrc $S
+done > $out/pairs.txt 2>&1
+
+# bench_before_after.txt: through Python, each tree's benchmark, alternating, three times,
+# one and two threads (fused's median 'x floor' / 'best'; each tree's own read limit)
+for r in 1 2 3; do
+    for tree in /tmp/wt_before "$PWD"; do
+        for t in 1 2; do
+            echo "== run $r tree $tree threads $t"
+            (cd "$tree" && PYTHONPATH="$tree" "$OLDPWD/.venv/bin/python" -m attnviz.bench \
+                --device cpu --threads $t --methods fused --rounds 11 \
+                --sizes 16x64x61,32x64x61,7x61x61,8x64x100,16x64x45,8x61x51,4x64x200,1x1024x61 \
+                | grep -E '^cpu +[0-9x]+ +float32 +fused')
+        done
+    done
+done > $out/bench_before_after.txt 2>&1
+
+# survey_before_t1.txt / survey_before_t2.txt (run first, from the repository root while it was
+# at 522cdbb): where the tree stood on this host, one and two threads, L2 to DRAM, B = 1, rows
+# off the lines
+S=8x64x128,16x128x128,1x2048x128,32x256x512,8x16384x1024,1x65536x1024,16x64x61,1x1024x61,7x61x61,8x64x100,3x61x777,1x250x777
+for t in 1 2; do
+    .venv/bin/python -m attnviz.bench --device cpu --threads $t --methods fused,bmm --rounds 11 \
+        --sizes $S > $out/survey_before_t$t.txt
+done
