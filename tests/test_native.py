@@ -223,9 +223,9 @@ def test_rows_off_the_lines_are_summed_in_every_grouping(h, t):
 
 @needs_kernel
 @pytest.mark.parametrize("h", [18, 45, 61, 100, 241])  # short rows off the lines
-@pytest.mark.parametrize(
-    "t", [3, 16, 61, 64]
-)  # T * H odd: each sentence at its own place on a line
+# T * H odd: each sentence at its own place on a line; short sentences by loads that straddle
+# lines (16 rows or fewer, or no step of four rows: T = 32 at H = 61), longer ones by permutes
+@pytest.mark.parametrize("t", [3, 8, 16, 32, 61, 64])
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("kind", [native.STRIPES, native.COLUMNS], ids=["stripes", "columns"])
 def test_short_rows_off_the_lines_give_each_sentence_the_bits_it_has_alone(
@@ -244,6 +244,18 @@ def test_short_rows_off_the_lines_give_each_sentence_the_bits_it_has_alone(
     native._call_shape.cache_clear()
     assert torch.equal(got, torch.cat(alone))
     assert_close(got, expected(x, w), rtol=1e-5, atol=1e-4)
+
+
+@needs_kernel
+@pytest.mark.parametrize("offset", [1, 5])
+@pytest.mark.parametrize("h", [48, 61])  # a whole number of vectors, or not
+@pytest.mark.parametrize("t", [5, 16, 64])  # straddled (5, 16: four stripes, and one left) or not
+def test_short_sentences_of_a_view_off_the_lines_are_summed_right(offset, h, t):
+    x, w = random_inputs(6, t, h, seed=offset * h + t)
+    flat = torch.empty(offset + x.numel())
+    flat[offset:] = x.reshape(-1)
+    view = flat[offset:].view(6, t, h)  # every row off the 64-byte lines, H = 48 too
+    assert_close(native.weighted_rows(view, w, threads=1), expected(x, w), rtol=1e-5, atol=1e-4)
 
 
 @needs_kernel

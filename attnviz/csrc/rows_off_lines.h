@@ -254,6 +254,60 @@ static inline __attribute__((always_inline)) void short_realigned(const float *r
     store_sums(acc, sums, n, nv);
 }
 
+/* short_straddled(..., nv): short rows off the lines by loads that straddle two lines (the last
+ * vector of a row a masked load, so nothing past the row is read), the sums in registers in the
+ * columns' frame: no permute at all; four stripes of rows / 4 rows as short_rows (weighted_rows.c),
+ * the rows % 4 left one at a time. short_realigned moves every sum once a step by a permute, and
+ * a step adds rows that share their place on the line, one from each of four stripes a multiple of
+ * q rows long (q = 16 / gcd(H, 16)): where a sentence is too short for four such stripes its steps
+ * take fewer rows, and the permutes are then what it waits on (64x16x61, one row a step: 0.53 of
+ * the read limit). Straddling loads cost the L1 twice, so in long sentences the permutes win.
+ * AMD EPYC (Zen 4), one thread, plain C, paired in one process, short_realigned / this for
+ * every sentence (benchmarks/runs/issue32w/straddle_all.txt): H = 61: T = 8 0.515 / 0.796, 16
+ * 0.554 / 0.836, 32 0.819 / 0.845, 64 0.893 / 0.859; H = 45, T = 16: 0.462 / 0.786; H = 100, T =
+ * 16: 0.734 / 0.773, T = 64 0.935 / 0.911; H = 150, T = 16: 0.714 / 0.794, T = 32 0.927 / 0.888;
+ * H = 33, T = 64: 0.834 / 0.685. So short_realigned_of takes this where no step of
+ * short_realigned would take four rows, or a sentence has 16 rows or fewer (STRADDLE_ROWS; the rule
+ * against the tree before it: straddle_rule.txt). nv as in short_realigned: at least the row's
+ * vectors; the sums past them stay zero and are never stored. */
+#define STRADDLE_ROWS 16
+static inline __attribute__((always_inline)) void short_straddled(const float *restrict x,
+                                                                 const float *restrict w,
+                                                                 float *restrict acc, long rows,
+                                                                 long h, long n, const int nv) {
+    vec16 a[SHORT_OFF_VECS];
+    EACH_VEC(v, nv) a[v] = (vec16){0};
+    const long full = (n - 1) / 16; /* whole vectors before a row's last */
+    const __mmask16 last = (__mmask16)((1u << (n - 16 * full)) - 1);
+    const long st = rows / 4, d = st * h; /* rows per stripe; numbers from one to the next */
+    for (long i = 0; i < st; i++) {
+        const float *r0 = x + i * h, *r1 = r0 + d, *r2 = r1 + d, *r3 = r2 + d;
+        const float w0 = w[i], w1 = w[i + st], w2 = w[i + 2 * st], w3 = w[i + 3 * st];
+        EACH_VEC(v, nv) {
+            if (v < full)
+                a[v] += (w0 * *(const vec16u *)(r0 + 16 * v) +
+                         w1 * *(const vec16u *)(r1 + 16 * v)) +
+                        (w2 * *(const vec16u *)(r2 + 16 * v) +
+                         w3 * *(const vec16u *)(r3 + 16 * v));
+            else if (v == full)
+                a[v] += (w0 * (vec16)_mm512_maskz_loadu_ps(last, r0 + 16 * v) +
+                         w1 * (vec16)_mm512_maskz_loadu_ps(last, r1 + 16 * v)) +
+                        (w2 * (vec16)_mm512_maskz_loadu_ps(last, r2 + 16 * v) +
+                         w3 * (vec16)_mm512_maskz_loadu_ps(last, r3 + 16 * v));
+        }
+    }
+    for (long t = 4 * st; t < rows; t++) {
+        const float *r = x + t * h;
+        EACH_VEC(v, nv) {
+            if (v < full)
+                a[v] += w[t] * *(const vec16u *)(r + 16 * v);
+            else if (v == full)
+                a[v] += w[t] * (vec16)_mm512_maskz_loadu_ps(last, r + 16 * v);
+        }
+    }
+    store_sums(acc, a, n, nv);
+}
+
 /* whether n numbers of rows h apart from x, off the lines, are summed by short_realigned_of (the
  * stripes not asking for lines ahead) */
 static inline int short_off_lines(const float *x, long h, long n, int ahead) {
@@ -261,20 +315,26 @@ static inline int short_off_lines(const float *x, long h, long n, int ahead) {
            OFF_VECS(n) <= SHORT_OFF_VECS;
 }
 
-/* short_realigned for `count` sentences of `rows` rows each (x rows * h numbers apart, w rows,
- * out h), one copy per number of running sums: the stripes and the copy chosen once for them
- * all. Called once a sentence (a call of sum_rows each, the copy chosen each time), sentences of
- * 64 rows of 61 numbers cost ~30 ns more each than one long sentence of the same rows (AMD EPYC,
- * Zen 4, one thread, plain C: 16x64x61 0.80 of the read limit, 1x1024x61 0.955). */
+/* short_realigned (or short_straddled, for short sentences) for `count` sentences of `rows` rows
+ * each (x rows * h numbers apart, w rows, out h), one copy per number of running sums: the stripes
+ * and the copy chosen once for them all. Called once a sentence (a call of sum_rows each, the copy
+ * chosen each time), sentences of 64 rows of 61 numbers cost ~30 ns more each than one long
+ * sentence of the same rows (AMD EPYC, Zen 4, one thread, plain C: 16x64x61 0.80 of the read
+ * limit, 1x1024x61 0.955). */
 static void short_realigned_of(const float *restrict x, const float *restrict w,
                                float *restrict out, long count, long rows, long h, long n) {
     long len[4];
     const long st = stripes(rows, h, len); /* as in rows_realigned */
+    const int straddle = len[3] == 0 || rows <= STRADDLE_ROWS; /* see short_straddled */
     switch (OFF_VECS(n)) {
 #define OFF_CASE(nv)                                                                               \
     case nv:                                                                                       \
-        for (long s = 0; s < count; s++)                                                           \
-            short_realigned(x + s * rows * h, w + s * rows, out + s * h, st, len, h, n, nv);       \
+        if (straddle)                                                                              \
+            for (long s = 0; s < count; s++)                                                       \
+                short_straddled(x + s * rows * h, w + s * rows, out + s * h, rows, h, n, nv);      \
+        else                                                                                       \
+            for (long s = 0; s < count; s++)                                                       \
+                short_realigned(x + s * rows * h, w + s * rows, out + s * h, st, len, h, n, nv);   \
         break;
         OFF_CASE(3) OFF_CASE(4) OFF_CASE(5) OFF_CASE(6) OFF_CASE(7) OFF_CASE(8) OFF_CASE(9)
         OFF_CASE(10) OFF_CASE(11) OFF_CASE(12) OFF_CASE(13) OFF_CASE(14) OFF_CASE(15) OFF_CASE(16)

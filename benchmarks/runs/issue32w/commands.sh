@@ -38,3 +38,17 @@ for t in 1 2; do
     .venv/bin/python -m attnviz.bench --device cpu --threads $t --methods fused,bmm --rounds 11 \
         --sizes $S > $out/survey_before_t$t.txt
 done
+
+# straddle_all.txt: short_straddled for every sentence of short rows off the lines (a copy of the
+# tree at 6e16ed7 with short_realigned_of's `straddle` set to 1, /tmp/strad_all) against the tree,
+# one process, one order; straddle_rule.txt: the rule kept (len[3] == 0 || rows <= 16) against
+# 6e16ed7 (/tmp/csrc_b), both orders, twice
+S=""
+for h in 20 33 45 61 100 150 200 241; do
+    for t in 8 16 32 64 256; do S="$S $((65536 / (t * h) > 0 ? 65536 / (t * h) : 1))x${t}x${h}"; done
+done
+benchmarks/pair_kernels.sh attnviz/csrc /tmp/strad_all $S > $out/straddle_all.txt
+for r in 1 2; do
+    benchmarks/pair_kernels.sh /tmp/csrc_b/attnviz/csrc attnviz/csrc $S 64x16x61@2 20x48x61 3x5x61
+    benchmarks/pair_kernels.sh attnviz/csrc /tmp/csrc_b/attnviz/csrc $S 64x16x61@2 20x48x61 3x5x61
+done > $out/straddle_rule.txt 2>&1
