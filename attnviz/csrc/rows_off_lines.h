@@ -176,11 +176,11 @@ static __attribute__((noinline)) void rows_realigned(const float *restrict x,
  * 0.48 and 0.55, 16x64x24 0.41 and 0.48. (Before store_row, with acc zeroed by a call to memset and
  * the sums copied out by another, this path was 5% faster than rows_realigned for an odd H where
  * T is a multiple of 64 and 10% slower elsewhere, and no faster below 50 numbers: those calls, not
- * the path, made the difference.) Not for rows of 17 numbers or fewer (a line or two: nothing to
- * gain), nor where the stripes ask for lines ahead, which it does not: from DRAM (2048x256x200,
- * one thread) 0.94 of the read limit, rows_realigned asking ahead 0.98, which the caller's timing
- * keeps. */
-#define SHORT_OFF_MIN 18   /* numbers: three running sums at least */
+ * the path, made the difference.) Not for rows of 17 numbers or fewer (a line or two: those go to
+ * short_straddled, see there), nor where the stripes ask for lines ahead, which it does not:
+ * from DRAM (2048x256x200, one thread) 0.94 of the read limit, rows_realigned asking ahead 0.98,
+ * which the caller's timing keeps. */
+#define SHORT_OFF_MIN 18   /* numbers: three running sums at least (else short_straddled) */
 #define SHORT_OFF_VECS 16  /* running sums at most: up to 241 numbers */
 #define OFF_VECS(n) (((n) + 30) / 16) /* lines of a row of n numbers at most, and one more */
 static inline __attribute__((always_inline)) void short_step(const float *restrict row,
@@ -269,7 +269,10 @@ static inline __attribute__((always_inline)) void short_realigned(const float *r
  * H = 33, T = 64: 0.834 / 0.685. So short_realigned_of takes this where no step of
  * short_realigned would take four rows, or a sentence has 16 rows or fewer (STRADDLE_ROWS; the rule
  * against the tree before it: straddle_rule.txt). nv as in short_realigned: at least the row's
- * vectors; the sums past them stay zero and are never stored. */
+ * vectors; the sums past them stay zero and are never stored. Rows of 17 numbers or fewer (one
+ * or two vectors, too few for short_realigned's frame) come here in any sentence: before, they
+ * went to rows_realigned, their sums in memory (against it, paired as above, straddle_tiny.txt:
+ * 2x3x5 0.35 / 0.81, 128x32x13 0.18 / 0.60, 256x16x5 0.04 / 0.24, 4x1024x15 0.46 / 0.79). */
 #define STRADDLE_ROWS 16
 static inline __attribute__((always_inline)) void short_straddled(const float *restrict x,
                                                                  const float *restrict w,
@@ -308,11 +311,19 @@ static inline __attribute__((always_inline)) void short_straddled(const float *r
     store_sums(acc, a, n, nv);
 }
 
-/* whether n numbers of rows h apart from x, off the lines, are summed by short_realigned_of (the
- * stripes not asking for lines ahead) */
-static inline int short_off_lines(const float *x, long h, long n, int ahead) {
-    return (h % 16 != 0 || ((uintptr_t)x & 63) != 0) && !ahead && n >= SHORT_OFF_MIN &&
-           OFF_VECS(n) <= SHORT_OFF_VECS;
+/* whether short_realigned_of reads `rows` rows of n numbers (h apart) by straddling loads */
+static inline int straddles(long rows, long h, long n) {
+    long len[4];
+    stripes(rows, h, len);
+    return len[3] == 0 || rows <= STRADDLE_ROWS || n < SHORT_OFF_MIN;
+}
+
+/* whether `rows` rows of n numbers h apart from x, off the lines, are summed by short_realigned_of:
+ * with the stripes not asking for lines ahead, or read by straddling loads, which never ask (the
+ * sums must be the same to the bit either way, and rows_realigned's are short_realigned's) */
+static inline int short_off_lines(const float *x, long rows, long h, long n, int ahead) {
+    return (h % 16 != 0 || ((uintptr_t)x & 63) != 0) && n > 0 && OFF_VECS(n) <= SHORT_OFF_VECS &&
+           (!ahead || straddles(rows, h, n));
 }
 
 /* short_realigned (or short_straddled, for short sentences) for `count` sentences of `rows` rows
@@ -325,7 +336,7 @@ static void short_realigned_of(const float *restrict x, const float *restrict w,
                                float *restrict out, long count, long rows, long h, long n) {
     long len[4];
     const long st = stripes(rows, h, len); /* as in rows_realigned */
-    const int straddle = len[3] == 0 || rows <= STRADDLE_ROWS; /* see short_straddled */
+    const int straddle = straddles(rows, h, n); /* see short_straddled */
     switch (OFF_VECS(n)) {
 #define OFF_CASE(nv)                                                                               \
     case nv:                                                                                       \
@@ -335,6 +346,11 @@ static void short_realigned_of(const float *restrict x, const float *restrict w,
         else                                                                                       \
             for (long s = 0; s < count; s++)                                                       \
                 short_realigned(x + s * rows * h, w + s * rows, out + s * h, st, len, h, n, nv);   \
+        break;
+    case 1: /* rows of 17 numbers or fewer (n < SHORT_OFF_MIN): straddled */
+    case 2:
+        for (long s = 0; s < count; s++)
+            short_straddled(x + s * rows * h, w + s * rows, out + s * h, rows, h, n, 2);
         break;
         OFF_CASE(3) OFF_CASE(4) OFF_CASE(5) OFF_CASE(6) OFF_CASE(7) OFF_CASE(8) OFF_CASE(9)
         OFF_CASE(10) OFF_CASE(11) OFF_CASE(12) OFF_CASE(13) OFF_CASE(14) OFF_CASE(15) OFF_CASE(16)

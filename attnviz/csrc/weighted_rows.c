@@ -154,7 +154,7 @@ static inline __attribute__((always_inline)) void sum_rows_of(
         float *restrict acc = s + j0;
 #ifdef ALIGNED_STEPS
         if (h % 16 != 0 || ((uintptr_t)(x + j0) & 63) != 0) { /* rows off 64-byte lines */
-            if (short_off_lines(x + j0, h, n, ahead))
+            if (short_off_lines(x + j0, rows, h, n, ahead))
                 short_realigned_of(x + j0, w, acc, 1, rows, h, n); /* the sums in registers */
             else
                 rows_realigned(x + j0, w, acc, rows, h, n, ahead); /* acc written, not added to */
@@ -300,7 +300,7 @@ static void sum_sentences(const float *x, const float *w, float *out, long s0, l
                           long h, long c0, long c1, int ahead) {
 #ifdef ALIGNED_STEPS
     const float *xs = x + s0 * t * h + c0;
-    if (short_off_lines(xs, h, c1 - c0, ahead)) {
+    if (short_off_lines(xs, t, h, c1 - c0, ahead)) {
         short_realigned_of(xs, w + s0 * t, out + s0 * h + c0, s1 - s0, t, h, c1 - c0);
         return;
     }

@@ -52,3 +52,11 @@ for r in 1 2; do
     benchmarks/pair_kernels.sh /tmp/csrc_b/attnviz/csrc attnviz/csrc $S 64x16x61@2 20x48x61 3x5x61
     benchmarks/pair_kernels.sh attnviz/csrc /tmp/csrc_b/attnviz/csrc $S 64x16x61@2 20x48x61 3x5x61
 done > $out/straddle_rule.txt 2>&1
+
+# straddle_tiny.txt: rows of 17 numbers or fewer off the lines, straddled, against 9958f90
+# (/tmp/csrc_c: rows_realigned, their sums in memory), both orders, twice
+S="256x16x5 64x64x9 16x256x17 128x32x13 1x4096x5 8x512x9 2x3x5 16x256x3 4x1024x15 1x3x1 4x30x17 3x7x61"
+for r in 1 2; do
+    benchmarks/pair_kernels.sh /tmp/csrc_c/attnviz/csrc attnviz/csrc $S
+    benchmarks/pair_kernels.sh attnviz/csrc /tmp/csrc_c/attnviz/csrc $S
+done > $out/straddle_tiny.txt 2>&1
