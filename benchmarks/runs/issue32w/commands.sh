@@ -60,3 +60,15 @@ for r in 1 2; do
     benchmarks/pair_kernels.sh /tmp/csrc_c/attnviz/csrc attnviz/csrc $S
     benchmarks/pair_kernels.sh attnviz/csrc /tmp/csrc_c/attnviz/csrc $S
 done > $out/straddle_tiny.txt 2>&1
+
+# bench_straddle.txt: through Python, 6e16ed7 (before straddling; a worktree at /tmp/wt_b2) and
+# 69c0fae, alternating, three runs each, one thread
+for r in 1 2 3; do
+    for tree in /tmp/wt_b2 "$PWD"; do
+        echo "== run $r tree $tree"
+        (cd "$tree" && PYTHONPATH="$tree" "$OLDPWD/.venv/bin/python" -m attnviz.bench \
+            --device cpu --threads 1 --methods fused --rounds 11 \
+            --sizes 64x16x61,128x8x61,91x16x45,33x32x61,40x16x100,128x32x13,4x1024x15,16x64x61 \
+            | grep -E '^cpu +[0-9x]+ +float32 +fused')
+    done
+done > $out/bench_straddle.txt 2>&1
