@@ -72,3 +72,13 @@ for r in 1 2 3; do
             | grep -E '^cpu +[0-9x]+ +float32 +fused')
     done
 done > $out/bench_straddle.txt 2>&1
+
+# straddle_16_rows.txt: the 16-row rule checked: the tree (15cd546) against a copy without it
+# (/tmp/norows: straddles() returns len[3] == 0 || n < SHORT_OFF_MIN), both orders, sentences of
+# 8 and 16 rows of even H (q = 2 or 4, so steps of four rows do exist there)
+S=""
+for h in 20 36 52 68 100 120 200 24 40; do
+    for t in 8 16; do S="$S $((65536 / (t * h)))x${t}x${h}"; done
+done
+(benchmarks/pair_kernels.sh attnviz/csrc /tmp/norows $S
+    benchmarks/pair_kernels.sh /tmp/norows attnviz/csrc $S) > $out/straddle_16_rows.txt 2>&1
