@@ -82,3 +82,10 @@ for h in 20 36 52 68 100 120 200 24 40; do
 done
 (benchmarks/pair_kernels.sh attnviz/csrc /tmp/norows $S
     benchmarks/pair_kernels.sh /tmp/norows attnviz/csrc $S) > $out/straddle_16_rows.txt 2>&1
+
+# survey_after_t1.txt / survey_after_t2.txt: the start's survey again at 048a66c, and 64x16x61, 2x3x5
+S=8x64x128,16x128x128,1x2048x128,32x256x512,8x16384x1024,1x65536x1024,16x64x61,1x1024x61,7x61x61,8x64x100,3x61x777,1x250x777,64x16x61,2x3x5
+for t in 1 2; do
+    .venv/bin/python -m attnviz.bench --device cpu --threads $t --methods fused,bmm --rounds 11 \
+        --sizes $S > $out/survey_after_t$t.txt
+done
