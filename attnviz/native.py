@@ -87,11 +87,27 @@ PREFETCH = 4
 # (csrc/threads.h), and so reads what its own L2 kept from the last call; the read limit too
 # (native_read.call_mode)
 OWN_L2 = 8
+# mode | TWO_STRIPES, mode | WHOLE_ROWS: how the stripes read long rows, by where x sits
+# (``stripe_bits``; measured in csrc/weighted_rows.c, sum_rows_of): a row of each stripe and the
+# running sums of its columns must stay in the L1 between two uses of the sums, or every step
+# loads them from L2. Where x sits well inside the last-level cache (up to LLC_SHARE of it) and
+# four stripes' rows and sums would take more than L1_SHARE of the L1, two stripes (H = 2048, 32
+# KiB of L1, 8-10 MiB of x: 0.93-0.96 of the read limit, four 0.81-0.85). Nearer the cache's
+# size, where the read limit itself falls towards memory's (on an AMD EPYC Zen 4 with 32 MiB of
+# L3: 100 GB/s at 10 MiB, 75-79 from 12 MiB), four streams keep it busier (14-16 MiB: four
+# 0.86-0.89, two 0.81-0.82). From DRAM, four stripes of whole rows (blocks of 16384 columns, not
+# 2048: cutting the rows cuts the streams; H = 4096: 0.93, against 0.67).
+TWO_STRIPES = 16
+WHOLE_ROWS = 32
+BLOCK_H = 2048  # the kernel's columns of running sums at a time, but with WHOLE_ROWS
+L1_SHARE = 0.75
+LLC_SHARE = 1 / 3
 AHEAD_TRIES = 2  # timings of each way on a shape's first call: the faster best is kept
 MAX_AHEAD_SHAPES = 1024  # a visitor trying every shape fills it; it is then emptied
 _ahead: dict[tuple[int, ...], bool] = {}  # (B, T, H, threads, limits...) -> asks ahead
 DEFAULT_L2_BYTES = 256 * 2**10  # where the machine does not say: the smallest L2 of a current CPU
 DEFAULT_LLC_BYTES = 8 * 2**20
+DEFAULT_L1_BYTES = 32 * 2**10
 
 
 def available() -> bool:
@@ -202,6 +218,27 @@ def _in_l2(numel: int, threads: int) -> bool:
     return numel * 4 <= L2_SHARE * _caches()[0] * threads
 
 
+@functools.cache
+def _l1() -> int:
+    """L1 data cache bytes per core, read once."""
+    return cache_bytes(1) or DEFAULT_L1_BYTES
+
+
+def stripe_bits(numel: int, cols: int) -> int:
+    """TWO_STRIPES or WHOLE_ROWS (or neither) for x of ``numel`` numbers, summed in stripes of
+    ``cols`` columns (a whole row, or a thread's chunk of it in COLUMNS mode): from beyond the
+    last-level cache WHOLE_ROWS (it changes only rows of more than BLOCK_H numbers); within
+    LLC_SHARE of it, TWO_STRIPES where a row of each of four stripes and their running sums (five
+    blocks of up to BLOCK_H numbers) would take more than L1_SHARE of the L1 (see TWO_STRIPES; in
+    L2 too: 1x60x4097 0.91 and 0.75 against 0.78 and 0.70 on one thread, 0.93 and 0.90 against
+    0.79 and 0.72 by columns on two; 1x100x2049 0.82-0.86 against 0.78)."""
+    if not _in_llc(numel):
+        return WHOLE_ROWS
+    if numel * 4 <= LLC_SHARE * _caches()[1] and 5 * 4 * min(cols, BLOCK_H) > L1_SHARE * _l1():
+        return TWO_STRIPES
+    return 0
+
+
 def _in_llc(numel: int) -> bool:
     """x of numel float32 numbers fits in the last-level cache."""
     return numel * 4 <= _caches()[1]
@@ -286,9 +323,11 @@ def _call_shape(
     kind = mode(b, t, h, threads)
     if kind in (TILES, COLUMNS):
         (group, split), rows_split = tile_plan(b, n), 1  # columns cut: no partial sums
+        kind |= stripe_bits(b * t * h, -(-h // split)) if kind == COLUMNS else 0
     else:
         rows_split = split
         kind |= PREFETCH if ahead and kind == STRIPES else 0
+        kind |= stripe_bits(b * t * h, h) if kind & 3 == STRIPES else 0
     kind |= OWN_L2 if n > 1 and _in_l2(b * t * h, n) else 0
     return (ctypes.c_long * 7)(b, t, h, group, split, n, kind), rows_split
 

@@ -35,6 +35,8 @@ SHAPES = [
     (2, 3, 48),  # short rows, fewer than four: no stripe at all, the rows one by one
     (2, 45, 320),  # rows on the lines past a tile: stripes two vectors a step
     (1, 23, 2064),  # ... a block of 2048 columns two vectors a step, the 16 left one a step
+    (1, 9, 16400),  # whole rows (WHOLE_ROWS): a block of 16384 columns, and 16 more
+    (2, 6, 16401),  # ... off the lines
 ]
 
 
@@ -57,15 +59,32 @@ def fine_grained(monkeypatch):
     monkeypatch.setattr(native, "MIN_PIECE_ROWS", 2)
 
 
-@pytest.fixture(params=["stripes", "stripes asking ahead", "tiles", "columns", "pieces"])
+@pytest.fixture(
+    params=[
+        "stripes",
+        "stripes asking ahead",
+        "two stripes",
+        "two stripes asking ahead",
+        "stripes of whole rows",
+        "tiles",
+        "columns",
+        "columns in two stripes",
+        "pieces",
+    ]
+)
 def summed_in(request, monkeypatch):
-    """Each way the kernel sums rows (``native.mode`` picks one by where x sits, and the first
-    call of a shape from beyond L2 whether stripes ask for their lines ahead), forced."""
-    kinds = {"tiles": native.TILES, "columns": native.COLUMNS, "pieces": native.PIECES}
-    kind = kinds.get(request.param, native.STRIPES)
+    """Each way the kernel sums rows (``native.mode`` picks one by where x sits, the first call
+    of a shape from beyond L2 whether stripes ask for their lines ahead, and ``stripe_bits`` how
+    many stripes, in blocks of how many columns), forced."""
+    kinds = {"tiles": native.TILES, "pieces": native.PIECES}
+    kind = native.COLUMNS if request.param.startswith("columns") else native.STRIPES
+    kind = kinds.get(request.param, kind)
     monkeypatch.setattr(native, "mode", lambda *shape: kind)
-    ahead = request.param == "stripes asking ahead"
+    ahead = request.param.endswith("asking ahead")
     monkeypatch.setattr(native, "asks_ahead", lambda *shape: ahead)
+    bits = native.TWO_STRIPES if "two stripes" in request.param else 0
+    bits |= native.WHOLE_ROWS if "whole rows" in request.param else 0
+    monkeypatch.setattr(native, "stripe_bits", lambda numel, cols: bits)
     native._call_shape.cache_clear()  # its arrays hold the mode
     yield kind
     native._call_shape.cache_clear()
@@ -553,6 +572,44 @@ def test_threads_keep_their_units_where_x_sits_in_their_l2(monkeypatch):
         assert read(2**18, 2, native.TILES) == native.TILES | native.OWN_L2  # 1 MiB
         assert read(2**18, 1, native.TILES) == native.TILES
         assert read(2**22, 2, native.TILES) == native.TILES  # 16 MiB
+    finally:
+        native._plan.cache_clear()
+        native._call_shape.cache_clear()
+
+
+@needs_kernel
+def test_long_rows_are_read_in_two_stripes_in_the_cache_and_whole_from_memory(monkeypatch):
+    """Where four stripes' rows and their running sums would not stay in L1 (five blocks of up to
+    2048 numbers over 3/4 of it), x well inside the last-level cache is read as two stripes; from
+    memory the rows are read whole (blocks of 16384 columns): ``stripe_bits``, and the plans that
+    carry it (stripes, and each thread's columns; never tiles, whose sums are in registers)."""
+    monkeypatch.setattr(native, "_caches", lambda: (2**20, 32 * 2**20))  # 1 MiB L2, 32 MiB L3
+    monkeypatch.setattr(native, "_l1", lambda: 32 * 2**10)
+    mib = 2**18  # numbers
+    bits = native.stripe_bits
+    assert bits(8 * mib, 2048) == native.TWO_STRIPES  # 8 MiB: 40 KiB of rows and sums
+    assert bits(8 * mib, 1280) == native.TWO_STRIPES  # 25 KiB
+    assert bits(8 * mib, 1024) == 0  # 20 KiB: four stripes
+    assert bits(8 * mib, 4097) == native.TWO_STRIPES  # blocks of 2048
+    assert bits(mib // 4, 4097) == native.TWO_STRIPES  # 1 MiB, in L2
+    assert bits(16 * mib, 2048) == 0  # half the cache: four streams keep it busier
+    assert bits(64 * mib, 100) == native.WHOLE_ROWS  # from memory
+    monkeypatch.setattr(native, "_l1", lambda: 48 * 2**10)
+    assert bits(8 * mib, 1280) == 0  # 25 KiB of 48
+    native._plan.cache_clear()
+    native._call_shape.cache_clear()
+
+    def kind(b, t, h, threads):
+        return native._call_shape(b, t, h, threads, *native._limits())[0][6]
+
+    try:
+        assert kind(8, 128, 2048, 1) == native.STRIPES | native.TWO_STRIPES  # 8 MiB
+        assert kind(4, 4096, 4096, 1) == native.STRIPES | native.WHOLE_ROWS  # 256 MiB
+        assert kind(4, 64, 1024, 1) == native.TILES  # 1 MiB in L2, sums in registers
+        assert kind(3, 61, 777, 1) == native.STRIPES  # rows of 777: four stripes
+        if native._realigns():  # columns a thread, in stripes: a thread's 2064 columns
+            assert kind(1, 64, 4097, 2) == native.COLUMNS | native.TWO_STRIPES | native.OWN_L2
+            assert kind(1, 250, 777, 2) == native.COLUMNS | native.OWN_L2
     finally:
         native._plan.cache_clear()
         native._call_shape.cache_clear()

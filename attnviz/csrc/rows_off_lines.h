@@ -1,9 +1,9 @@
 /* Rows off the 64-byte lines, read as whole aligned lines (AVX-512 with GCC: ALIGNED_STEPS):
  * rows_realigned, short_realigned for short rows (their sums in registers), and a small x beside
  * subnormal numbers copied away from them first (subnormal_edges).
- * Part of the fused kernel, included by weighted_rows.c after what it uses: vectors.h, BLOCK_H,
- * PREFETCH_BYTES and EACH_VEC (a header of it, not a library of its own, so that every loop here
- * is inlined into the kernel's). */
+ * Part of the fused kernel, included by weighted_rows.c after what it uses: vectors.h,
+ * DRAM_BLOCK_H, PREFETCH_BYTES and EACH_VEC (a header of it, not a library of its own, so that
+ * every loop here is inlined into the kernel's). */
 #ifndef ATTNVIZ_ROWS_OFF_LINES_H
 #define ATTNVIZ_ROWS_OFF_LINES_H
 
@@ -117,17 +117,17 @@ static inline __attribute__((always_inline)) void store_row(float *restrict acc,
                               (__m512)sums[full]);
 }
 
-/* The rows per stripe (st, returned) of `rows` rows of h numbers off the lines: a multiple of q,
- * the rows from one offset on the line to the same again (q = 16 / gcd(H, 16)), so that the
- * stripes' rows share their offset in every step; len[k] the rows of stripe k (st, then fewer or
- * none at the end). */
-static long stripes(long rows, long h, long len[4]) {
+/* The rows per stripe (st, returned) of `rows` rows of h numbers off the lines, in `count` (4 or
+ * 2) stripes: a multiple of q, the rows from one offset on the line to the same again (q = 16 /
+ * gcd(H, 16)), so that the stripes' rows share their offset in every step; len[k] the rows of
+ * stripe k (st, then fewer or none at the end; none past the count). */
+static long stripes(long rows, long h, long len[4], int count) {
     long q = 16;
     for (long g = h; q > 1 && g % 2 == 0; g /= 2) q /= 2;
-    const long st = (rows + 4 * q - 1) / (4 * q) * q;
+    const long st = (rows + count * q - 1) / (count * q) * q;
     for (int k = 0; k < 4; k++) {
         const long left = rows - k * st;
-        len[k] = left < 0 ? 0 : left < st ? left : st;
+        len[k] = left < 0 || k >= count ? 0 : left < st ? left : st;
     }
     return st;
 }
@@ -142,14 +142,16 @@ static long stripes(long rows, long h, long len[4]) {
  * was zeroed first (by GCC, a call to memset) and the sums added to it: per sentence in L2 that
  * cost, plain C, paired in one process, 8x64x61 0.54 of the read limit against 0.58-0.59 now,
  * 7x61x61 0.59 against 0.63, 3x61x777 0.82 against 0.84-0.85 (two threads 0.79-0.80 against
- * 0.85-0.86), 1x250x777 on two threads 0.89-0.91 against 0.93-0.94. */
+ * 0.85-0.86), 1x250x777 on two threads 0.89-0.91 against 0.93-0.94. Two stripes (k_st = 2) where
+ * four would not leave the sums in L1 (TWO_STRIPES, see sum_rows_of). */
 static __attribute__((noinline)) void rows_realigned(const float *restrict x,
                                                      const float *restrict w, float *restrict acc,
-                                                     long rows, long h, long n, int ahead) {
-    vec16 sums[BLOCK_H / 16 + 1] __attribute__((aligned(64)));
+                                                     long rows, long h, long n, int ahead,
+                                                     int k_st) {
+    vec16 sums[DRAM_BLOCK_H / 16 + 1] __attribute__((aligned(64))); /* n <= any block */
     for (long v = 0; v <= n / 16; v++) sums[v] = (vec16){0};
-    long len[4];                           /* rows of each stripe, non-increasing */
-    const long st = stripes(rows, h, len); /* rows per stripe */
+    long len[4];                                 /* rows of each stripe, non-increasing */
+    const long st = stripes(rows, h, len, k_st); /* rows per stripe */
     long i0 = 0;
     for (int k_rows = 4; k_rows >= 1; k_rows--) { /* steps i0 .. len[k_rows-1]-1: k_rows rows */
         const long i1 = len[k_rows - 1];
@@ -314,7 +316,7 @@ static inline __attribute__((always_inline)) void short_straddled(const float *r
 /* whether short_realigned_of reads `rows` rows of n numbers (h apart) by straddling loads */
 static inline int straddles(long rows, long h, long n) {
     long len[4];
-    stripes(rows, h, len);
+    stripes(rows, h, len, 4);
     return len[3] == 0 || rows <= STRADDLE_ROWS || n < SHORT_OFF_MIN;
 }
 
@@ -335,7 +337,7 @@ static inline int short_off_lines(const float *x, long rows, long h, long n, int
 static void short_realigned_of(const float *restrict x, const float *restrict w,
                                float *restrict out, long count, long rows, long h, long n) {
     long len[4];
-    const long st = stripes(rows, h, len); /* as in rows_realigned */
+    const long st = stripes(rows, h, len, 4); /* as in rows_realigned */
     const int straddle = straddles(rows, h, n); /* see short_straddled */
     switch (OFF_VECS(n)) {
 #define OFF_CASE(nv)                                                                               \

@@ -43,10 +43,16 @@
 #ifndef BLOCK_H
 #define BLOCK_H 2048 /* 8 KiB of running sums */
 #endif
+#define DRAM_BLOCK_H 16384 /* with WHOLE_ROWS: 64 KiB of running sums */
 
 /* shape[6] (the mode) | PREFETCH: stripes ask for each stripe's lines PREFETCH_BYTES ahead of
  * the loads (attnviz/native.py decides where, by timing; see sum_rows_of) */
 #define PREFETCH 4
+/* shape[6] | TWO_STRIPES: the rows read as two stripes, not four; | WHOLE_ROWS: in blocks of
+ * DRAM_BLOCK_H columns, not BLOCK_H (attnviz/native.py sets them by where x sits; see
+ * sum_rows_of). Unlike PREFETCH and OWN_L2 they change the order of the adds. */
+#define TWO_STRIPES 16
+#define WHOLE_ROWS 32
 
 #include "rows_off_lines.h" /* rows off the 64-byte lines (AVX-512, GCC) */
 
@@ -139,25 +145,40 @@ static void short_rows_of(const float *restrict x, const float *restrict w, floa
  * as every other one gained nothing there (H = 777 from DRAM: 0.93, every line 0.98). Short rows
  * are at the read limit without it. On an AMD EPYC (Zen 4) asking 1 KiB ahead had cost 25-40% in
  * the L3. So the caller times both ways on a shape's first call from beyond L2 and keeps the
- * faster (attnviz/native.py). */
+ * faster (attnviz/native.py).
+ *
+ * The running sums of a block are used again after each stripe has read a row of it: K + 1
+ * blocks' bytes apart (K stripes). Where that is more than the L1 holds, every step loads the
+ * sums from L2 and writes them back (x in the last-level cache, 32 KiB of L1, plain C: H = 2048
+ * 0.81-0.83 of the read limit, 1999 off the lines 0.74, against 0.94-0.96 for H <= 1024). So
+ * there (two = 1, TWO_STRIPES) the rows are read as two stripes: 0.93-0.94 at H = 2048, 0.95 at
+ * 1280 and 1536 (four: 0.88-0.91), though at 1024 0.93 against four's 0.94. Cutting the
+ * rows into smaller blocks instead cuts the streams too: each row is then read in runs with gaps
+ * between them, and the prefetchers start again at every run (BLOCK_H 512 at H = 2048: 0.72).
+ * From DRAM, where the L2 keeps up with the sums, that is what costs: four stripes of whole
+ * rows, in blocks of DRAM_BLOCK_H columns (block, WHOLE_ROWS): H = 4096 0.93 of the read limit,
+ * 2560 1.0, 2049 0.93, against 0.67-0.68, 0.68-0.69 and 0.87-0.89 in blocks of BLOCK_H (the last
+ * block of 2049 one column: a line of each row read again, alone); two stripes there 0.81 at H =
+ * 2048, four 1.0. */
 static inline __attribute__((always_inline)) void sum_rows_of(
     const float *restrict x, const float *restrict w, float *restrict s, long rows, long h,
-    long cols, const int ahead) {
+    long cols, long block, const int ahead, const int two) {
     if (cols % 16 == 0 && cols <= SHORT_COLUMNS && h % 16 == 0 && ((uintptr_t)x & 63) == 0) {
         short_rows_of(x, w, s, rows, h, cols, 0); /* whole lines, few enough for registers */
         return;
     }
-    const long st = rows / 4; /* rows per stripe */
-    const long d = st * h;    /* numbers from one stripe to the next */
-    for (long j0 = 0; j0 < cols; j0 += BLOCK_H) {
-        const long n = (cols - j0 < BLOCK_H) ? cols - j0 : BLOCK_H;
+    const int k_st = two ? 2 : 4; /* stripes */
+    const long st = rows / k_st;  /* rows per stripe */
+    const long d = st * h;        /* numbers from one stripe to the next */
+    for (long j0 = 0; j0 < cols; j0 += block) {
+        const long n = (cols - j0 < block) ? cols - j0 : block;
         float *restrict acc = s + j0;
 #ifdef ALIGNED_STEPS
         if (h % 16 != 0 || ((uintptr_t)(x + j0) & 63) != 0) { /* rows off 64-byte lines */
             if (short_off_lines(x + j0, rows, h, n, ahead))
                 short_realigned_of(x + j0, w, acc, 1, rows, h, n); /* the sums in registers */
-            else
-                rows_realigned(x + j0, w, acc, rows, h, n, ahead); /* acc written, not added to */
+            else /* acc written, not added to */
+                rows_realigned(x + j0, w, acc, rows, h, n, ahead, k_st);
             continue;
         }
 #endif
@@ -168,15 +189,23 @@ static inline __attribute__((always_inline)) void sum_rows_of(
                                            * below, vectorized a vector a step (plain C) */
             vecfu *va = (vecfu *)acc;
             for (; i < st; i++) {
-                const vecfu *r0 = (const vecfu *)(x + i * h + j0), *r1 = r0 + d / VL,
-                            *r2 = r1 + d / VL, *r3 = r2 + d / VL;
-                const float w0 = w[i], w1 = w[i + st], w2 = w[i + 2 * st], w3 = w[i + 3 * st];
+                const vecfu *r0 = (const vecfu *)(x + i * h + j0), *r1 = r0 + d / VL;
+                const vecfu *r2 = two ? r1 : r1 + d / VL, *r3 = two ? r1 : r2 + d / VL;
+                const float w0 = w[i], w1 = w[i + st];
+                const float w2 = two ? 0.0f : w[i + 2 * st], w3 = two ? 0.0f : w[i + 3 * st];
                 for (long v = 0; v < n / VL; v += 2) {
                     if (ahead) { /* each stripe's line PREFETCH_BYTES ahead (see PREFETCH) */
                         __builtin_prefetch((const char *)(r0 + v) + PREFETCH_BYTES);
                         __builtin_prefetch((const char *)(r1 + v) + PREFETCH_BYTES);
-                        __builtin_prefetch((const char *)(r2 + v) + PREFETCH_BYTES);
-                        __builtin_prefetch((const char *)(r3 + v) + PREFETCH_BYTES);
+                        if (!two) {
+                            __builtin_prefetch((const char *)(r2 + v) + PREFETCH_BYTES);
+                            __builtin_prefetch((const char *)(r3 + v) + PREFETCH_BYTES);
+                        }
+                    }
+                    if (two) {
+                        va[v] += w0 * r0[v] + w1 * r1[v];
+                        va[v + 1] += w0 * r0[v + 1] + w1 * r1[v + 1];
+                        continue;
                     }
                     const vecf a0 = (w0 * r0[v] + w1 * r1[v]) + (w2 * r2[v] + w3 * r3[v]);
                     const vecf a1 =
@@ -187,14 +216,19 @@ static inline __attribute__((always_inline)) void sum_rows_of(
             }
         }
         for (; i < st; i++) {
-            const float *restrict r0 = x + i * h + j0, *restrict r1 = r0 + d,
-                                  *restrict r2 = r1 + d,
-                                  *restrict r3 = r2 + d; /* row i of stripes 0 .. 3 */
-            const float w0 = w[i], w1 = w[i + st], w2 = w[i + 2 * st], w3 = w[i + 3 * st];
+            const float *restrict r0 = x + i * h + j0, *restrict r1 = r0 + d; /* row i of
+                                                                                * stripes 0, 1 */
+            const float w0 = w[i], w1 = w[i + st];
+            if (two) {
+                for (long j = 0; j < n; j++) acc[j] += w0 * r0[j] + w1 * r1[j];
+                continue;
+            }
+            const float *restrict r2 = r1 + d, *restrict r3 = r2 + d; /* and of stripes 2, 3 */
+            const float w2 = w[i + 2 * st], w3 = w[i + 3 * st];
             for (long j = 0; j < n; j++)
                 acc[j] += (w0 * r0[j] + w1 * r1[j]) + (w2 * r2[j] + w3 * r3[j]);
         }
-        for (long t = 4 * st; t < rows; t++) {
+        for (long t = k_st * st; t < rows; t++) {
             const float *restrict r = x + t * h + j0;
             const float w0 = w[t];
             for (long j = 0; j < n; j++) acc[j] += w0 * r[j];
@@ -202,13 +236,17 @@ static inline __attribute__((always_inline)) void sum_rows_of(
     }
 }
 
-/* sum_rows_of, with each stripe's lines asked for ahead (ahead = 1) or not: one copy each */
+/* sum_rows_of as `how` (the mode's bits PREFETCH, TWO_STRIPES and WHOLE_ROWS) says: one copy per
+ * way to load and number of stripes */
 static void sum_rows(const float *restrict x, const float *restrict w, float *restrict s,
-                     long rows, long h, long cols, int ahead) {
-    if (ahead)
-        sum_rows_of(x, w, s, rows, h, cols, 1);
-    else
-        sum_rows_of(x, w, s, rows, h, cols, 0);
+                     long rows, long h, long cols, int how) {
+    const long block = (how & WHOLE_ROWS) ? DRAM_BLOCK_H : BLOCK_H;
+    switch (how & (PREFETCH | TWO_STRIPES)) {
+    case PREFETCH | TWO_STRIPES: sum_rows_of(x, w, s, rows, h, cols, block, 1, 1); break;
+    case PREFETCH: sum_rows_of(x, w, s, rows, h, cols, block, 1, 0); break;
+    case TWO_STRIPES: sum_rows_of(x, w, s, rows, h, cols, block, 0, 1); break;
+    default: sum_rows_of(x, w, s, rows, h, cols, block, 0, 0);
+    }
 }
 
 /* s[0:cols] = sum over t < rows of w[t] * x[t*h : t*h + cols] (rows h numbers apart), TILE
@@ -297,34 +335,34 @@ int weighted_rows_realigns(void) {
 /* out[s, c0:c1] for sentences s0 .. s1-1 (t rows each), in stripes (sum_rows); short rows off
  * the lines by one call of short_realigned_of for them all, not one a sentence (see there) */
 static void sum_sentences(const float *x, const float *w, float *out, long s0, long s1, long t,
-                          long h, long c0, long c1, int ahead) {
+                          long h, long c0, long c1, int how) {
 #ifdef ALIGNED_STEPS
     const float *xs = x + s0 * t * h + c0;
-    if (short_off_lines(xs, t, h, c1 - c0, ahead)) {
+    if (short_off_lines(xs, t, h, c1 - c0, (how & PREFETCH) != 0)) {
         short_realigned_of(xs, w + s0 * t, out + s0 * h + c0, s1 - s0, t, h, c1 - c0);
         return;
     }
 #endif
     for (long s = s0; s < s1; s++)
-        sum_rows(x + s * t * h + c0, w + s * t, out + s * h + c0, t, h, c1 - c0, ahead);
+        sum_rows(x + s * t * h + c0, w + s * t, out + s * h + c0, t, h, c1 - c0, how);
 }
 
 /* s[0:h] = the weighted sum of `rows` whole rows: in tiles (mode 3) or in stripes */
 static void sum_whole_rows(const float *x, const float *w, float *s, long rows, long h, int tiled,
-                           int ahead) {
+                           int how) {
     if (tiled)
         sum_rows_tiled(x, w, s, rows, h, h);
     else
-        sum_rows(x, w, s, rows, h, h, ahead);
+        sum_rows(x, w, s, rows, h, h, how);
 }
 
 /* partial[s, k, :] = the weighted sum of piece k (of `split`, t_per rows each) of sentence s */
 static void sum_piece(const float *x, const float *w, float *partial, long s, long k, long t,
-                      long h, long t_per, long split, int tiled, int ahead) {
+                      long h, long t_per, long split, int tiled, int how) {
     const long lo = k * t_per, hi = (lo + t_per < t) ? lo + t_per : t;
     float *dst = partial + (s * split + k) * h;
     if (lo < hi)
-        sum_whole_rows(x + (s * t + lo) * h, w + s * t + lo, dst, hi - lo, h, tiled, ahead);
+        sum_whole_rows(x + (s * t + lo) * h, w + s * t + lo, dst, hi - lo, h, tiled, how);
     else
         for (long j = 0; j < h; j++) dst[j] = 0.0f; /* an empty last piece */
 }
@@ -339,9 +377,9 @@ static void add_pieces(float *restrict o, const float *restrict p, long h, long 
 /* sentence s's pieces on `threads` threads, then their sum (the kernel's way without counts) */
 static void sum_pieces(const float *x, const float *w, float *out, float *partial, long s, long t,
                        long h, long t_per, long split, int threads, int own, int tiled,
-                       int ahead) {
+                       int how) {
     FOR_UNITS(k, split, threads, own,
-              sum_piece(x, w, partial, s, k, t, h, t_per, split, tiled, ahead););
+              sum_piece(x, w, partial, s, k, t, h, t_per, split, tiled, how););
     add_pieces(out + s * h, partial + s * split * h, h, split);
 }
 
@@ -370,8 +408,8 @@ void weighted_rows_f32(const float *x, const float *w, float *out, float *partia
                        const long *shape) {
     const long b = shape[0], t = shape[1], h = shape[2], group = shape[3], split = shape[4];
     const int threads = (int)shape[5];
-    const long kind = shape[6] & ~(long)(PREFETCH | OWN_L2); /* 0-3: stripes to pieces */
-    const int ahead = (shape[6] & PREFETCH) != 0, tiled = kind == 3;
+    const long kind = shape[6] & 3; /* 0-3: stripes to pieces */
+    const int how = (int)(shape[6] & (PREFETCH | TWO_STRIPES | WHOLE_ROWS)), tiled = kind == 3;
     const int own = (shape[6] & OWN_L2) != 0; /* each thread the same units every call */
     if (b <= 0 || h <= 0 || group <= 0 || split <= 0 || threads <= 0) return;
     if (t <= 0) {
@@ -397,7 +435,7 @@ void weighted_rows_f32(const float *x, const float *w, float *out, float *partia
                 for (long s = g * group; s < end && c0 < c1; s++)
                     sum_rows_tiled(x + s * t * h + c0, w + s * t, out + s * h + c0, t, h, c1 - c0);
             else if (c0 < c1)
-                sum_sentences(x, w, out, g * group, end, t, h, c0, c1, ahead);
+                sum_sentences(x, w, out, g * group, end, t, h, c0, c1, how);
         });
         return;
     }
@@ -409,7 +447,7 @@ void weighted_rows_f32(const float *x, const float *w, float *out, float *partia
                 for (long s = u * group; s < end; s++)
                     sum_rows_tiled(x + s * t * h, w + s * t, out + s * h, t, h, h);
             else
-                sum_sentences(x, w, out, u * group, end, t, h, 0, h, ahead);
+                sum_sentences(x, w, out, u * group, end, t, h, 0, h, how);
         });
         return;
     }
@@ -425,12 +463,12 @@ void weighted_rows_f32(const float *x, const float *w, float *out, float *partia
     long *done = b <= 64 ? few : (long *)calloc((size_t)b, sizeof(long));
     if (done == NULL) { /* no memory for the counts: add after a barrier, as before */
         for (long s = 0; s < b; s++)
-            sum_pieces(x, w, out, partial, s, t, h, t_per, split, threads, own, tiled, ahead);
+            sum_pieces(x, w, out, partial, s, t, h, t_per, split, threads, own, tiled, how);
         return;
     }
     FOR_UNITS(u, b * split, threads, own, {
         const long s = u / split, k = u % split; /* sentence s, piece k */
-        sum_piece(x, w, partial, s, k, t, h, t_per, split, tiled, ahead);
+        sum_piece(x, w, partial, s, k, t, h, t_per, split, tiled, how);
         if (__atomic_add_fetch(&done[s], 1, __ATOMIC_ACQ_REL) == split)
             add_pieces(out + s * h, partial + s * split * h, h, split);
     });
@@ -438,4 +476,4 @@ void weighted_rows_f32(const float *x, const float *w, float *out, float *partia
 }
 
 /* The version of this interface, checked on load: bump it when a signature changes. */
-int weighted_rows_abi(void) { return 8; }
+int weighted_rows_abi(void) { return 9; }
