@@ -69,6 +69,7 @@ def test_row_sum_path_matches_reference_in_every_dtype(shape, dtype):
 
 def test_fused_takes_the_row_sum_path_above_the_threshold(monkeypatch):
     monkeypatch.setattr(fused.native, "try_weighted_rows", lambda x, w: None)  # as without cc
+    fused.native_op.build()  # done first: a build ending mid-test would be undone at teardown
     monkeypatch.setattr(fused.native_op, "loaded", None)
     calls = []
     monkeypatch.setattr(fused, "weighted_sum_rows", lambda x, w: calls.append(x.shape) or x[:, 0])
@@ -158,6 +159,7 @@ def test_the_reason_for_the_c_kernel_claims_less_fixed_cost_only_through_the_ope
     operator, and otherwise why it does not (yet)."""
     if not fused.native.available():
         pytest.skip(f"no C kernel here: {fused.native.build().detail}")
+    fused.native_op.build()  # done first: a build ending mid-test would be undone at teardown
     monkeypatch.setattr(fused.native_op, "loaded", (lambda x, w: None) if loaded else None)
     finished = threading.Event()
     if done:

@@ -163,5 +163,6 @@ def test_the_benchmarks_reason_says_which_way_to_load_the_first_call_kept(
     kept = "asking for x's lines ahead of its loads" if ahead else "plain loads"
     assert reason.endswith(f"kept the faster, {kept}")
     native._ahead.clear()  # not timed yet: nothing to say about it
+    native_op.build()  # done first: a build ending mid-test would be undone at teardown
     monkeypatch.setattr(native_op, "loaded", lambda x, w: None)  # called as the operator
     assert fused.fused_reason(x, w).endswith("less fixed cost than bmm's")
