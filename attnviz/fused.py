@@ -35,7 +35,9 @@ speed of a plain read, and never writes a (B, T, H) temporary (the one-liner doe
   that faster): 0.95-1.01 from DRAM and the L3, in L2 0.85-0.91 (rows off the lines 0.68-0.84).
   On a Zen 4 EPYC (seventeenth round): 0.95-1.00 from DRAM and the L3, in L2 0.90-0.99 (8x64x128
   on one thread 0.895), short rows off the lines 0.88-0.95 (in sentences of 16 rows or fewer
-  0.82-0.91, rows of 13-15 numbers 0.65-0.85) and H = 777 on two threads 0.82-0.84.
+  0.82-0.91, rows of 13-15 numbers 0.65-0.85) and H = 777 on two threads 0.82-0.84; rows of
+  more than ~1200 numbers (eighteenth round: two stripes in the cache, whole rows from DRAM)
+  0.83-0.97 in the cache and 0.84-1.02 from DRAM, where they had been 0.65-0.89.
   The outputs come from blocks kept for the next call (``native_op``). Without a C compiler,
   for the other dtypes and for inputs that need gradients, the same row sum runs through PyTorch's
   embedding-bag kernel (``weighted_sum_rows``, ``F.embedding_bag(..., per_sample_weights=w)``,
