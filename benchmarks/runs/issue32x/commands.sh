@@ -59,3 +59,25 @@ for r in 1 2; do
             --threads 1 --methods fused --rounds 11 --sizes $S | grep -E '^cpu +[0-9x]+ +float32 +fused')
     done
 done > $out/bench_llc_t1.txt 2>&1
+
+# pairs_balanced.txt: blocks as even as 32 columns allow (a change tried and dropped: `per` columns
+# a block in sum_rows_of, an odd last vector in the two-vector loop; at /work/main's csrc then)
+# against 04be751 (/tmp/csrc_04), both orders
+S="2x256x4097 4x128x4097 4x256x2049 1x60x4097 1x100x2049 8x128x2064 4x128x2560 2x128x3072
+   4x128x2560@2 2x256x4097@2 2x2048x2049 4x4096x4096 8x128x2048 3x61x777"
+{
+    benchmarks/pair_kernels.sh /tmp/csrc_04/attnviz/csrc attnviz/csrc $S
+    echo "== reversed"
+    benchmarks/pair_kernels.sh attnviz/csrc /tmp/csrc_04/attnviz/csrc $S
+} > $out/pairs_balanced.txt 2>&1
+
+# columns_chunks.txt: two and four column chunks on two threads, the same build (04be751), by a
+# copy of benchmarks/pair_kernels.c whose B takes a shape of its own (argv 9-15:
+# /tmp/pp/pairplan.c), both orders, twice
+for r in 1 2; do
+    for s in "3 61 777 3" "1 250 777 1" "5 61 777 5" "2 100 501 2" "1 160 1001 1"; do
+        set -- $s
+        /tmp/pp/pairplan $1 $2 $3 $4 2 2 10 0 $1 $2 $3 $4 4 2 10
+        /tmp/pp/pairplan $1 $2 $3 $4 4 2 10 0 $1 $2 $3 $4 2 2 10
+    done
+done > $out/columns_chunks.txt 2>&1
