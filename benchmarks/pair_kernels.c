@@ -5,7 +5,8 @@
  *
  *   pair_kernels B T H GROUP SPLIT THREADS MODE [AROUND]
  *
- * (the kernel's shape argument, as native.py plans it). x (B, T, H) and w (B, T) hold fresh random
+ * (the kernel's shape argument, as native.py plans it). With B_PLAN="GROUP SPLIT THREADS MODE" in the
+ * environment, B is called with that plan instead (two plans of one tree, built twice). x (B, T, H) and w (B, T) hold fresh random
  * numbers; x starts on a 64-byte line, and the 64 bytes before it and everything after it up to
  * the next line but one hold AROUND, the bits of a float (0 unless given: 0x31, a subnormal, is
  * what a malloc header past a small tensor's end reads as; the kernel reads whole lines). Both builds are first checked against a
@@ -58,11 +59,19 @@ int main(int argc, char **argv) {
         fprintf(stderr, "B, T, H, GROUP, SPLIT and THREADS must be positive\n");
         return 2;
     }
+    long shb[7]; /* B's shape: A's, or another plan of the same x (B_PLAN) */
+    for (int i = 0; i < 7; i++) shb[i] = sh[i];
+    const char *plan_b = getenv("B_PLAN");
+    if (plan_b && (sscanf(plan_b, "%ld %ld %ld %ld", &shb[3], &shb[4], &shb[5], &shb[6]) != 4 ||
+                   shb[3] <= 0 || shb[4] <= 0 || shb[5] <= 0)) {
+        fprintf(stderr, "B_PLAN must be four numbers: GROUP SPLIT THREADS MODE, positive but MODE\n");
+        return 2;
+    }
     const long unit = ((n + sh[5] - 1) / sh[5] + 255) / 256 * 256; /* one unit per thread */
     float *const buf = aligned_alloc(64, (size_t)(n * 4 + 63) / 64 * 64 + 128);
     float *const x = buf + 16; /* a line of AROUND before x, and up to a line after it */
     float *w = malloc((size_t)(b * t) * 4), *out = malloc((size_t)(b * h) * 4);
-    float *partial = malloc((size_t)(b * h * sh[4]) * 4);
+    float *partial = malloc((size_t)(b * h * (sh[4] > shb[4] ? sh[4] : shb[4])) * 4);
     double *ref = calloc((size_t)(b * h), sizeof(double));
     if (!buf || !w || !out || !partial || !ref) {
         fprintf(stderr, "out of memory\n");
@@ -80,7 +89,7 @@ int main(int argc, char **argv) {
                                                                                           wr_b};
     const double tol = 1e-5 * sqrt((double)t); /* float32 sums of t terms, in any order */
     for (int k = 0; k < 2; k++) {
-        kernel[k](x, w, out, partial, sh);
+        kernel[k](x, w, out, partial, k ? shb : sh);
         const double err = error(out, ref, b * h);
         if (!(err <= tol)) {
             printf("%ldx%ldx%ld: %c sums wrongly (error %.3g of the largest sum, tolerance %.3g)\n",
@@ -99,15 +108,18 @@ int main(int argc, char **argv) {
                 if (way < 3) /* threaded as the kernel is: its OWN_L2 bit (8), if any */
                     sink += read_floats(x, n, unit, (int)sh[5], way | (int)(sh[6] & 8));
                 else
-                    kernel[way - 3](x, w, out, partial, sh);
+                    kernel[way - 3](x, w, out, partial, way == 4 ? shb : sh);
             }
             const double dt = now() - t0;
             best[way] = dt < best[way] ? dt : best[way];
         }
     double limit = best[0];
     for (int way = 1; way < 3; way++) limit = best[way] < limit ? best[way] : limit;
-    printf("%ldx%ldx%ld threads %ld mode %ld: read limit %.1f GB/s  A %.3f  B %.3f\n", b, t, h,
-           sh[5], sh[6], 10.0 * n * 4 / limit / 1e9, limit / best[3], limit / best[4]);
+    printf("%ldx%ldx%ld threads %ld mode %ld: read limit %.1f GB/s  A %.3f  B %.3f", b, t, h, sh[5],
+           sh[6], 10.0 * n * 4 / limit / 1e9, limit / best[3], limit / best[4]);
+    if (plan_b)
+        printf("  (B: group %ld split %ld threads %ld mode %ld)", shb[3], shb[4], shb[5], shb[6]);
+    printf("\n");
     free(buf), free(w), free(out), free(partial), free(ref);
     return 0;
 }

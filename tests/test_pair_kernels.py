@@ -108,3 +108,16 @@ def test_without_shapes_it_says_how_to_use_it():
     assert done.returncode == 2
     assert "A_DIR B_DIR SHAPE[@THREADS]" in done.stdout
     assert "PAIR_CACHE=DIR" in done.stdout  # the whole of the usage, the cache's line included
+
+
+def test_two_plans_of_one_tree_are_paired_where_b_plan_says():
+    # B called with four column chunks where the library plans two: the same x, the same sums
+    done = pair(CSRC, CSRC, "3x61x777@2", B_PLAN="3 4 2 2")
+    assert done.returncode == 0, done.stderr
+    line = done.stdout.strip()
+    m = re.match(r"^(.*)  \(B: group 3 split 4 threads 2 mode 2\)$", line)
+    assert m and LINE.match(m.group(1)), line
+    assert all(0 < float(r) < 5 for r in LINE.match(m.group(1)).groups()[6:]), line
+    bad = pair(CSRC, CSRC, "3x61x777@2", B_PLAN="3 four 2 2")
+    assert bad.returncode == 2 and "B_PLAN must be four numbers" in bad.stderr
+    assert "read limit" not in bad.stdout

@@ -73,7 +73,8 @@ S="2x256x4097 4x128x4097 4x256x2049 1x60x4097 1x100x2049 8x128x2064 4x128x2560 2
 
 # columns_chunks.txt: two and four column chunks on two threads, the same build (04be751), by a
 # copy of benchmarks/pair_kernels.c whose B takes a shape of its own (argv 9-15:
-# /tmp/pp/pairplan.c), both orders, twice
+# /tmp/pp/pairplan.c), both orders, twice. pair_kernels.sh does the first order itself since
+# (B_PLAN): B_PLAN="3 4 2 10" benchmarks/pair_kernels.sh attnviz/csrc attnviz/csrc 3x61x777@2
 for r in 1 2; do
     for s in "3 61 777 3" "1 250 777 1" "5 61 777 5" "2 100 501 2" "1 160 1001 1"; do
         set -- $s
