@@ -193,6 +193,14 @@ def fused_reason(x: Tensor, w: Tensor) -> str:
             f"one pass over x and no (B, T, H) temporary, called through ctypes {through_ctypes}"
         )
     threads = torch.get_num_threads()
+    if x.dim() == 3:  # how its stripes read long rows, where the plan says (native.stripe_bits)
+        bits = native.call_plan(*x.shape, threads)[0][6]
+        if bits & native.TWO_STRIPES:
+            reason += (
+                "; its rows are long for the L1 cache, so it reads two streams of them, not four"
+            )
+        elif bits & native.WHOLE_ROWS and x.shape[2] > native.BLOCK_H:
+            reason += "; from memory it reads its long rows whole, not in blocks of columns"
     ahead = native.asks_ahead(*x.shape, threads) if x.dim() == 3 else None
     if ahead is not None and native.may_ask_ahead(*x.shape, threads):  # timed: which way won
         kept = "asking for x's lines ahead of its loads" if ahead else "plain loads"

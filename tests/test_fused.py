@@ -174,6 +174,30 @@ def test_the_reason_for_the_c_kernel_claims_less_fixed_cost_only_through_the_ope
         assert said.endswith(f": {detail}")  # why there is no operator, in its own words
 
 
+def test_the_reason_says_how_the_kernel_reads_long_rows(monkeypatch):
+    """Where the plan reads long rows as two stripes (in the cache) or whole (from memory), the
+    reason says so in plain words; rows short enough for four stripes get neither clause."""
+    if not fused.native.available():
+        pytest.skip(f"no C kernel here: {fused.native.build().detail}")
+    monkeypatch.setattr(fused.native, "_l1", lambda: 32 * 2**10)
+    monkeypatch.setattr(fused.native, "_caches", lambda: (256 * 2**10, 32 * 2**20))
+    fused.native._plan.cache_clear()
+    fused.native._call_shape.cache_clear()
+    try:
+        two = "reads two streams of them, not four"
+        assert two in fused.fused_reason(*random_inputs(8, 16, 2048, seed=4))  # 1 MiB, past L2
+        said = fused.fused_reason(*random_inputs(8, 16, 1024, seed=4))  # 20 KiB of L1: four
+        assert two not in said and "whole" not in said
+        monkeypatch.setattr(fused.native, "_caches", lambda: (64 * 2**10, 2**20))  # a 1 MiB LLC
+        fused.native._plan.cache_clear()
+        fused.native._call_shape.cache_clear()
+        said = fused.fused_reason(*random_inputs(1, 400, 2560, seed=4))  # 4 MiB: from memory
+        assert "from memory it reads its long rows whole" in said and two not in said
+    finally:
+        fused.native._plan.cache_clear()
+        fused.native._call_shape.cache_clear()
+
+
 def test_without_the_c_kernel_tiny_runs_the_one_liner_and_the_row_sum_takes_over_later(
     monkeypatch,
 ):
