@@ -82,3 +82,28 @@ for r in 1 2; do
         /tmp/pp/pairplan $1 $2 $3 $4 4 2 10 0 $1 $2 $3 $4 2 2 10
     done
 done > $out/columns_chunks.txt 2>&1
+
+# survey_after_t1.txt / survey_after_t2.txt (at bc679c7): the seventeenth round's survey, and long rows
+S=8x64x128,16x128x128,1x2048x128,32x256x512,8x16384x1024,1x65536x1024,16x64x61,1x1024x61,7x61x61,8x64x100,3x61x777,1x250x777
+S=$S,8x128x2048,8x128x1999,4x4096x4096,9x2047x2049
+for t in 1 2; do
+    .venv/bin/python -m attnviz.bench --device cpu --threads $t --methods fused,bmm --rounds 11 \
+        --sizes $S > $out/survey_after_t$t.txt
+done
+
+# l2_t2_ab.txt, pairs_short.txt: the survey's lower two-thread numbers for unchanged shapes, checked:
+# through Python the trees alternating three times (two threads), then plain C both orders
+for r in 1 2 3; do
+    for tree in /tmp/wt24 "$PWD"; do
+        echo "== $r $tree"
+        (cd "$tree" && PYTHONPATH="$tree" "$OLDPWD/.venv/bin/python" -m attnviz.bench --device cpu \
+            --threads 2 --methods fused --rounds 11 --sizes 3x61x777,1x250x777,16x64x61,7x61x61 |
+            grep -E '^cpu +[0-9x]+ +float32 +fused' | sed -E 's/ +/ /g' | cut -d' ' -f2,11,12)
+    done
+done > $out/l2_t2_ab.txt 2>&1
+S="7x61x61 16x64x61 64x16x61 8x64x100 7x61x61@2 16x64x61@2"
+{
+    benchmarks/pair_kernels.sh /tmp/csrc_head/attnviz/csrc attnviz/csrc $S
+    echo "== reversed"
+    benchmarks/pair_kernels.sh attnviz/csrc /tmp/csrc_head/attnviz/csrc $S
+} > $out/pairs_short.txt 2>&1
