@@ -2,6 +2,7 @@
 edges (empty axes, NaN and inf, what lies beside x, bad arguments). Its read limit:
 tests/test_native_read.py; its build, cache and fallback: tests/test_native_build.py."""
 
+import re
 import threading
 
 import pytest
@@ -11,7 +12,7 @@ from hypothesis import strategies as st
 from torch.testing import assert_close
 
 import attnviz
-from attnviz import AttnvizError, fused, native, native_op, native_read
+from attnviz import AttnvizError, fused, native, native_build, native_op, native_read
 
 needs_kernel = pytest.mark.skipif(
     not native.available(), reason=f"no C kernel here: {native.build().detail}"
@@ -520,3 +521,16 @@ def test_long_rows_are_read_in_two_stripes_in_the_cache_and_whole_from_memory(mo
     finally:
         native._plan.cache_clear()
         native._call_shape.cache_clear()
+
+
+def test_the_plans_mode_bits_and_block_are_the_kernels():
+    """native.py mirrors numbers the C source defines (the mode's bits, the columns of a block of
+    running sums): a change on one side alone would plan for a kernel that is not there."""
+    csrc = native_build.SOURCE.parent
+    text = "".join((csrc / n).read_text(encoding="utf-8") for n in ("weighted_rows.c", "threads.h"))
+    defined = {k: int(v) for k, v in re.findall(r"^#define (\w+) (\d+)\b", text, re.MULTILINE)}
+    for name in ("PREFETCH", "OWN_L2", "TWO_STRIPES", "WHOLE_ROWS", "BLOCK_H"):
+        assert defined[name] == getattr(native, name), name
+    bits = (native.PREFETCH, native.OWN_L2, native.TWO_STRIPES, native.WHOLE_ROWS)
+    assert all(b & 3 == 0 for b in bits) and len({*bits}) == 4  # apart from the kind (0-3)
+    assert all(b & (b - 1) == 0 for b in bits)  # one bit each
