@@ -534,3 +534,32 @@ def test_the_plans_mode_bits_and_block_are_the_kernels():
     bits = (native.PREFETCH, native.OWN_L2, native.TWO_STRIPES, native.WHOLE_ROWS)
     assert all(b & 3 == 0 for b in bits) and len({*bits}) == 4  # apart from the kind (0-3)
     assert all(b & (b - 1) == 0 for b in bits)  # one bit each
+
+
+@needs_kernel
+# the rows' places on a page 2, 4, 2 and 4 KiB apart, and 64 bytes apart (the sums kept at out)
+@pytest.mark.parametrize("h", [512, 1024, 2560, 4096, 4112])
+@pytest.mark.parametrize("how", [0, native.TWO_STRIPES, native.PREFETCH, native.WHOLE_ROWS])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_sums_are_right_wherever_the_output_lies_on_its_page(h, how, threads):
+    """Where the output lies just past the rows' place on a 4 KiB page, the stripes keep their
+    running sums in room of their own and copy them out after each block (``running_sums`` in
+    weighted_rows.c; no other place changes the sums): with x at a fixed place on its page and
+    out moved across the page, every place gives the float64 sums."""
+    import ctypes
+
+    lib = native_build._build()[1]
+    b, t, page = 3, 41, 1024  # numbers in a page
+    xs, w = random_inputs(b, t, h, seed=h + how)
+    ref = expected(xs, w)
+    room = torch.empty(b * t * h + 2 * page)
+    x = room[(-room.data_ptr() // 4) % page + 32 :][: b * t * h]  # 128 bytes into a page
+    x.copy_(xs.reshape(-1))
+    outs = torch.empty(b * h + 2 * page)
+    first = (-outs.data_ptr() // 4) % page + 32  # out at x's place on its page
+    shape = (ctypes.c_long * 7)(b, t, h, 1, 1, threads, native.STRIPES | how)
+    for past in (0, 16, 32, 64, 96, 160, 256, 512, 1000):  # numbers past the rows' place
+        out = outs[first + past :][: b * h]
+        out.fill_(float("nan"))
+        lib.weighted_rows_f32(x.data_ptr(), w.data_ptr(), out.data_ptr(), out.data_ptr(), shape)
+        assert_close(out.view(b, h), ref, rtol=1e-5, atol=1e-4, msg=f"out {4 * past} B past x")

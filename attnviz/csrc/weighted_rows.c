@@ -125,6 +125,30 @@ static void short_rows_of(const float *restrict x, const float *restrict w, floa
     }
 }
 
+/* Where the running sums are kept for a block of rows on the lines (sum_rows_of): at acc (the
+ * output, or a sentence's partial sums), or in `room` where acc would share its place on a 4 KiB
+ * page with the rows read just before it. A core compares a load's address with the stores still
+ * waiting to be written by its last 12 bits first; a load whose bits match a store's is held
+ * until the whole addresses are known (4K aliasing). Each step loads rows a few vectors ahead of
+ * the sums it stores, so where acc lies from 0 to ~1 KiB past a row's place on its page, nearly
+ * every load waits: plain C, one thread, the same x with out moved on its page, 8x128x2048 in the
+ * last-level cache ran at 0.71 of the read limit with acc 128 bytes past the rows (0.87 at 256,
+ * 0.94-0.96 elsewhere), 4x128x4096 at 0.67 (0.82-0.86 elsewhere), 16x128x512 at 0.85 (0.94). Where
+ * acc lands is up to the allocator: one process in a dozen, or per sentence, met it. The rows'
+ * places on a page are g bytes apart (g the largest power of two, at most 4096, that divides 4 *
+ * H; stripes are whole rows apart too); where g >= 2 KiB the sums can sit g / 2 past every one of
+ * them: they go to room there (4096-aligned, BLOCK_ROOM bytes past one block), and are copied to
+ * acc after the block's steps. Where g is smaller some steps meet it wherever the sums are. */
+#define ALIAS_NEAR 1024 /* bytes past a row's place on its page where acc is not kept */
+#define BLOCK_ROOM 2048 /* bytes of room past a block, for the sums' place on the page */
+static inline float *running_sums(const float *row, float *acc, long h, float *room) {
+    const long hb = (h * 4) & 4095, g = hb ? (hb & -hb) : 4096; /* rows' places: g apart */
+    const long past = (long)(((uintptr_t)acc - (uintptr_t)row) & 4095) % g;
+    if (g < 2 * ALIAS_NEAR || past >= ALIAS_NEAR)
+        return acc;
+    return (float *)((char *)room + (((uintptr_t)row & 4095) + g / 2) % g);
+}
+
 /* s[0:cols] = sum over t < rows of w[t] * x[t*h : t*h + cols] (rows h numbers apart)
  *
  * The rows are read as four stripes side by side: stripe k is rows k*st .. k*st + st-1 (st =
@@ -162,7 +186,7 @@ static void short_rows_of(const float *restrict x, const float *restrict w, floa
  * 2048, four 1.0. */
 static inline __attribute__((always_inline)) void sum_rows_of(
     const float *restrict x, const float *restrict w, float *restrict s, long rows, long h,
-    long cols, long block, const int ahead, const int two) {
+    long cols, long block, const int ahead, const int two, float *restrict room) {
     if (cols % 16 == 0 && cols <= SHORT_COLUMNS && h % 16 == 0 && ((uintptr_t)x & 63) == 0) {
         short_rows_of(x, w, s, rows, h, cols, 0); /* whole lines, few enough for registers */
         return;
@@ -182,12 +206,14 @@ static inline __attribute__((always_inline)) void sum_rows_of(
             continue;
         }
 #endif
-        for (long j = 0; j < n; j++) acc[j] = 0.0f;
+        /* two vectors of each stripe a step, as read_block: from L3 at 16-24 MiB 2-12% faster
+         * than the loop below, vectorized a vector a step (plain C) */
+        const int pairs = n % (2 * VL) == 0 && d % VL == 0;
+        float *const at = pairs ? running_sums(x + j0, acc, h, room) : acc; /* acc, or room */
+        for (long j = 0; j < n; j++) at[j] = 0.0f;
         long i = 0;
-        if (n % (2 * VL) == 0 && d % VL == 0) { /* two vectors of each stripe a step, as read_block:
-                                           * from L3 at 16-24 MiB 2-12% faster than the loop
-                                           * below, vectorized a vector a step (plain C) */
-            vecfu *va = (vecfu *)acc;
+        if (pairs) {
+            vecfu *va = (vecfu *)at;
             for (; i < st; i++) {
                 const vecfu *r0 = (const vecfu *)(x + i * h + j0), *r1 = r0 + d / VL;
                 const vecfu *r2 = two ? r1 : r1 + d / VL, *r3 = two ? r1 : r2 + d / VL;
@@ -214,6 +240,8 @@ static inline __attribute__((always_inline)) void sum_rows_of(
                     va[v + 1] += a1;
                 }
             }
+            if (at != acc)
+                for (long v = 0; v < n / VL; v++) ((vecfu *)acc)[v] = va[v];
         }
         for (; i < st; i++) {
             const float *restrict r0 = x + i * h + j0, *restrict r1 = r0 + d; /* row i of
@@ -241,11 +269,13 @@ static inline __attribute__((always_inline)) void sum_rows_of(
 static void sum_rows(const float *restrict x, const float *restrict w, float *restrict s,
                      long rows, long h, long cols, int how) {
     const long block = (how & WHOLE_ROWS) ? DRAM_BLOCK_H : BLOCK_H;
+    float room[(DRAM_BLOCK_H * 4 + BLOCK_ROOM) / 4] __attribute__((aligned(4096))); /* see
+                                                                                     * running_sums */
     switch (how & (PREFETCH | TWO_STRIPES)) {
-    case PREFETCH | TWO_STRIPES: sum_rows_of(x, w, s, rows, h, cols, block, 1, 1); break;
-    case PREFETCH: sum_rows_of(x, w, s, rows, h, cols, block, 1, 0); break;
-    case TWO_STRIPES: sum_rows_of(x, w, s, rows, h, cols, block, 0, 1); break;
-    default: sum_rows_of(x, w, s, rows, h, cols, block, 0, 0);
+    case PREFETCH | TWO_STRIPES: sum_rows_of(x, w, s, rows, h, cols, block, 1, 1, room); break;
+    case PREFETCH: sum_rows_of(x, w, s, rows, h, cols, block, 1, 0, room); break;
+    case TWO_STRIPES: sum_rows_of(x, w, s, rows, h, cols, block, 0, 1, room); break;
+    default: sum_rows_of(x, w, s, rows, h, cols, block, 0, 0, room);
     }
 }
 
