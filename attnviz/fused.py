@@ -201,6 +201,11 @@ def fused_reason(x: Tensor, w: Tensor) -> str:
             )
         elif bits & native.WHOLE_ROWS and x.shape[2] > native.BLOCK_H:
             reason += "; from memory it reads its long rows whole, not in blocks of columns"
+        elif block := bits >> native.BLOCK_SHIFT:
+            reason += (
+                f"; it reads its long rows in even blocks of {block} columns, so that each"
+                " block's running sums stay in the L1 cache"
+            )
     ahead = native.asks_ahead(*x.shape, threads) if x.dim() == 3 else None
     if ahead is not None and native.may_ask_ahead(*x.shape, threads):  # timed: which way won
         kept = "asking for x's lines ahead of its loads" if ahead else "plain loads"

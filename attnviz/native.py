@@ -100,6 +100,15 @@ OWN_L2 = 8
 TWO_STRIPES = 16
 WHOLE_ROWS = 32
 BLOCK_H = 2048  # the kernel's columns of running sums at a time, but with WHOLE_ROWS
+# mode | block << BLOCK_SHIFT: the stripes' block of columns, for rows longer than BLOCK_H in the
+# last-level cache, where blocks of BLOCK_H read slower (plain C, one thread, x of 6-8 MiB: H =
+# 2304-4096 at 0.79-0.85 of the read limit). Whole rows, two stripes, where three rows fit in the
+# L1 (two rows and their sums; H = 2304 0.91, 2560 0.87-0.89); else four stripes in even blocks
+# of 1024 numbers (H = 3072, 4096, 5120, 8192: 0.86-0.90, and at 12-16 MiB 0.81-0.89 against
+# 0.79-0.85), or, within LLC_SHARE, of 512 (H = 3584: 0.84-0.85 against 0.81-0.83; at 16 MiB
+# 0.71-0.74 against 0.76-0.77).
+BLOCK_SHIFT = 8
+EVEN_BLOCK = 1024
 L1_SHARE = 0.75
 LLC_SHARE = 1 / 3
 AHEAD_TRIES = 2  # timings of each way on a shape's first call: the faster best is kept
@@ -225,16 +234,28 @@ def _l1() -> int:
 
 
 def stripe_bits(numel: int, cols: int) -> int:
-    """TWO_STRIPES or WHOLE_ROWS (or neither) for x of ``numel`` numbers, summed in stripes of
-    ``cols`` columns (a whole row, or a thread's chunk of it in COLUMNS mode): from beyond the
-    last-level cache WHOLE_ROWS (it changes only rows of more than BLOCK_H numbers); within
-    LLC_SHARE of it, TWO_STRIPES where a row of each of four stripes and their running sums (five
+    """TWO_STRIPES, WHOLE_ROWS and the stripes' block (or none of them) for x of ``numel``
+    numbers, summed in stripes of ``cols`` columns (a whole row, or a thread's chunk of it in
+    COLUMNS mode): from beyond the last-level cache WHOLE_ROWS (it changes only rows of more than
+    BLOCK_H numbers). In it, rows longer than BLOCK_H in a block of their own (see BLOCK_SHIFT):
+    whole, as two stripes, where x is within LLC_SHARE of the cache and three rows fit in the L1;
+    else as four stripes in even blocks of EVEN_BLOCK numbers, or within LLC_SHARE of half as
+    many, where they cut the row. Else,
+    within LLC_SHARE, TWO_STRIPES where a row of each of four stripes and their running sums (five
     blocks of up to BLOCK_H numbers) would take more than L1_SHARE of the L1 (see TWO_STRIPES; in
     L2 too: 1x60x4097 0.91 and 0.75 against 0.78 and 0.70 on one thread, 0.93 and 0.90 against
     0.79 and 0.72 by columns on two; 1x100x2049 0.82-0.86 against 0.78)."""
     if not _in_llc(numel):
         return WHOLE_ROWS
-    if numel * 4 <= LLC_SHARE * _caches()[1] and 5 * 4 * min(cols, BLOCK_H) > L1_SHARE * _l1():
+    well_inside = numel * 4 <= LLC_SHARE * _caches()[1]
+    if cols > BLOCK_H:  # longer than a block: how to cut them (see BLOCK_SHIFT)
+        if well_inside and 3 * 4 * cols <= _l1():
+            return TWO_STRIPES | -(-cols // 16) * 16 << BLOCK_SHIFT  # whole lines: chunks too
+        if cols % EVEN_BLOCK == 0:
+            return EVEN_BLOCK << BLOCK_SHIFT
+        if well_inside and cols % (EVEN_BLOCK // 2) == 0:
+            return EVEN_BLOCK // 2 << BLOCK_SHIFT
+    if well_inside and 5 * 4 * min(cols, BLOCK_H) > L1_SHARE * _l1():
         return TWO_STRIPES
     return 0
 
@@ -323,7 +344,8 @@ def _call_shape(
     kind = mode(b, t, h, threads)
     if kind in (TILES, COLUMNS):
         (group, split), rows_split = tile_plan(b, n), 1  # columns cut: no partial sums
-        kind |= stripe_bits(b * t * h, -(-h // split)) if kind == COLUMNS else 0
+        chunk = (-(-h // split) + 15) // 16 * 16  # the widest chunk, as the kernel cuts them
+        kind |= stripe_bits(b * t * h, chunk) if kind == COLUMNS else 0
     else:
         rows_split = split
         kind |= PREFETCH if ahead and kind == STRIPES else 0

@@ -42,7 +42,7 @@ BUILT_FROM = (
     *SOURCES,
     *(SOURCE.with_name(n) for n in ("vectors.h", "threads.h", "rows_off_lines.h")),
 )
-ABI = 9  # weighted_rows_abi() in the source
+ABI = 10  # weighted_rows_abi() in the source
 FLAGS = ("-O3", "-std=c99", "-ffp-contract=fast", "-fopenmp", "-shared", "-fPIC")
 # tried first; dropped if the compiler refuses them. GCC's unroll-and-jam would multiply the
 # kernel's rows per step, more streams than the registers and prefetchers keep up with (measured

@@ -175,8 +175,9 @@ def test_the_reason_for_the_c_kernel_claims_less_fixed_cost_only_through_the_ope
 
 
 def test_the_reason_says_how_the_kernel_reads_long_rows(monkeypatch):
-    """Where the plan reads long rows as two stripes (in the cache) or whole (from memory), the
-    reason says so in plain words; rows short enough for four stripes get neither clause."""
+    """Where the plan reads long rows as two stripes or in even blocks (in the cache) or whole
+    (from memory), the reason says so in plain words; rows short enough for four stripes get no
+    such clause."""
     if not fused.native.available():
         pytest.skip(f"no C kernel here: {fused.native.build().detail}")
     monkeypatch.setattr(fused.native, "_l1", lambda: 32 * 2**10)
@@ -188,6 +189,8 @@ def test_the_reason_says_how_the_kernel_reads_long_rows(monkeypatch):
         assert two in fused.fused_reason(*random_inputs(8, 16, 2048, seed=4))  # 1 MiB, past L2
         said = fused.fused_reason(*random_inputs(8, 16, 1024, seed=4))  # 20 KiB of L1: four
         assert two not in said and "whole" not in said
+        said = fused.fused_reason(*random_inputs(2, 128, 4096, seed=4))  # 4 MiB of a 32 MiB L3
+        assert "in even blocks of 1024 columns" in said and two not in said
         monkeypatch.setattr(fused.native, "_caches", lambda: (64 * 2**10, 2**20))  # a 1 MiB LLC
         fused.native._plan.cache_clear()
         fused.native._call_shape.cache_clear()

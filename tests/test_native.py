@@ -66,6 +66,8 @@ def fine_grained(monkeypatch):
         "two stripes",
         "two stripes asking ahead",
         "stripes of whole rows",
+        "stripes in blocks of 512",
+        "two stripes of whole rows in the cache",
         "tiles",
         "columns",
         "columns in two stripes",
@@ -83,8 +85,14 @@ def summed_in(request, monkeypatch):
     ahead = request.param.endswith("asking ahead")
     monkeypatch.setattr(native, "asks_ahead", lambda *shape: ahead)
     bits = native.TWO_STRIPES if "two stripes" in request.param else 0
-    bits |= native.WHOLE_ROWS if "whole rows" in request.param else 0
-    monkeypatch.setattr(native, "stripe_bits", lambda numel, cols: bits)
+    bits |= native.WHOLE_ROWS if request.param == "stripes of whole rows" else 0
+    bits |= 512 << native.BLOCK_SHIFT if "blocks of 512" in request.param else 0
+    whole = request.param.endswith("in the cache")  # a block of the row's (or chunk's) columns
+
+    def stripe_bits(numel, cols):
+        return bits | (min(cols, 16384) << native.BLOCK_SHIFT if whole else 0)
+
+    monkeypatch.setattr(native, "stripe_bits", stripe_bits)
     native._call_shape.cache_clear()  # its arrays hold the mode
     yield kind
     native._call_shape.cache_clear()
@@ -502,8 +510,20 @@ def test_long_rows_are_read_in_two_stripes_in_the_cache_and_whole_from_memory(mo
     assert bits(mib // 4, 4097) == native.TWO_STRIPES  # 1 MiB, in L2
     assert bits(16 * mib, 2048) == 0  # half the cache: four streams keep it busier
     assert bits(64 * mib, 100) == native.WHOLE_ROWS  # from memory
+    assert bits(64 * mib, 4096) == native.WHOLE_ROWS
+    block = native.BLOCK_SHIFT
+    assert bits(8 * mib, 2304) == native.TWO_STRIPES | 2304 << block  # three rows: 27 KiB
+    assert bits(8 * mib, 2730) == native.TWO_STRIPES | 2736 << block  # 31.99 KiB; whole lines
+    assert bits(8 * mib, 2731) == native.TWO_STRIPES  # 32.01 KiB: blocks of 2048
+    assert bits(16 * mib, 2304) == 0  # half the cache: four streams, blocks of 2048
+    assert bits(8 * mib, 4096) == 1024 << block  # four stripes in even blocks
+    assert bits(16 * mib, 3072) == 1024 << block
+    assert bits(8 * mib, 3584) == 512 << block
+    assert bits(16 * mib, 3584) == 0  # half the cache: blocks of 2048
+    assert bits(8 * mib, 2048) == native.TWO_STRIPES  # not longer than a block
     monkeypatch.setattr(native, "_l1", lambda: 48 * 2**10)
     assert bits(8 * mib, 1280) == 0  # 25 KiB of 48
+    assert bits(8 * mib, 4096) == native.TWO_STRIPES | 4096 << block  # three rows: 48 KiB
     native._plan.cache_clear()
     native._call_shape.cache_clear()
 
@@ -516,7 +536,9 @@ def test_long_rows_are_read_in_two_stripes_in_the_cache_and_whole_from_memory(mo
         assert kind(4, 64, 1024, 1) == native.TILES  # 1 MiB in L2, sums in registers
         assert kind(3, 61, 777, 1) == native.STRIPES  # rows of 777: four stripes
         if native._realigns():  # columns a thread, in stripes: a thread's 2064 columns
-            assert kind(1, 64, 4097, 2) == native.COLUMNS | native.TWO_STRIPES | native.OWN_L2
+            # the kernel's first chunk 2064 columns: whole, two stripes
+            whole = native.TWO_STRIPES | 2064 << native.BLOCK_SHIFT
+            assert kind(1, 64, 4097, 2) == native.COLUMNS | whole | native.OWN_L2
             assert kind(1, 250, 777, 2) == native.COLUMNS | native.OWN_L2
     finally:
         native._plan.cache_clear()
@@ -529,11 +551,13 @@ def test_the_plans_mode_bits_and_block_are_the_kernels():
     csrc = native_build.SOURCE.parent
     text = "".join((csrc / n).read_text(encoding="utf-8") for n in ("weighted_rows.c", "threads.h"))
     defined = {k: int(v) for k, v in re.findall(r"^#define (\w+) (\d+)\b", text, re.MULTILINE)}
-    for name in ("PREFETCH", "OWN_L2", "TWO_STRIPES", "WHOLE_ROWS", "BLOCK_H"):
+    for name in ("PREFETCH", "OWN_L2", "TWO_STRIPES", "WHOLE_ROWS", "BLOCK_H", "BLOCK_SHIFT"):
         assert defined[name] == getattr(native, name), name
     bits = (native.PREFETCH, native.OWN_L2, native.TWO_STRIPES, native.WHOLE_ROWS)
     assert all(b & 3 == 0 for b in bits) and len({*bits}) == 4  # apart from the kind (0-3)
     assert all(b & (b - 1) == 0 for b in bits)  # one bit each
+    assert max(bits) < 1 << native.BLOCK_SHIFT  # below the block
+    assert 0 < native.EVEN_BLOCK <= defined["DRAM_BLOCK_H"]
 
 
 @needs_kernel

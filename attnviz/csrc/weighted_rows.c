@@ -53,6 +53,11 @@
  * sum_rows_of). Unlike PREFETCH and OWN_L2 they change the order of the adds. */
 #define TWO_STRIPES 16
 #define WHOLE_ROWS 32
+/* shape[6] >> BLOCK_SHIFT: the stripes' block of columns, where the plan gives one (not 0, at most
+ * DRAM_BLOCK_H): rows in the last-level cache longer than BLOCK_H, cut into even blocks of 1024
+ * or 512 numbers, or read whole as two stripes (attnviz/native.py, stripe_bits; see sum_rows_of).
+ * It changes the order of the adds too. */
+#define BLOCK_SHIFT 8
 
 #include "rows_off_lines.h" /* rows off the 64-byte lines (AVX-512, GCC) */
 
@@ -183,7 +188,11 @@ static inline float *running_sums(const float *row, float *acc, long h, float *r
  * rows, in blocks of DRAM_BLOCK_H columns (block, WHOLE_ROWS): H = 4096 0.93 of the read limit,
  * 2560 1.0, 2049 0.93, against 0.67-0.68, 0.68-0.69 and 0.87-0.89 in blocks of BLOCK_H (the last
  * block of 2049 one column: a line of each row read again, alone); two stripes there 0.81 at H =
- * 2048, four 1.0. */
+ * 2048, four 1.0. In the cache, rows longer than BLOCK_H read in blocks of BLOCK_H ran at
+ * 0.79-0.85 (H = 2304-8192, 6-8 MiB, one thread; a block of 2048 and what is left); there the plan
+ * gives the block (BLOCK_SHIFT): the whole row, two stripes, where three rows fit in the L1 (H =
+ * 2304 0.91, 2560 0.87-0.89), else even blocks of 1024 or 512 numbers, four stripes (H = 3072,
+ * 4096, 5120, 8192: 0.86-0.90; 3584 in blocks of 512: 0.84-0.85). */
 static inline __attribute__((always_inline)) void sum_rows_of(
     const float *restrict x, const float *restrict w, float *restrict s, long rows, long h,
     long cols, long block, const int ahead, const int two, float *restrict room) {
@@ -264,11 +273,14 @@ static inline __attribute__((always_inline)) void sum_rows_of(
     }
 }
 
-/* sum_rows_of as `how` (the mode's bits PREFETCH, TWO_STRIPES and WHOLE_ROWS) says: one copy per
- * way to load and number of stripes */
+/* sum_rows_of as `how` (the mode's bits PREFETCH, TWO_STRIPES and WHOLE_ROWS, and its block above
+ * BLOCK_SHIFT) says: one copy per way to load and number of stripes */
 static void sum_rows(const float *restrict x, const float *restrict w, float *restrict s,
                      long rows, long h, long cols, int how) {
-    const long block = (how & WHOLE_ROWS) ? DRAM_BLOCK_H : BLOCK_H;
+    const long given = how >> BLOCK_SHIFT; /* the plan's block, if any */
+    const long block = given > 0 && given <= DRAM_BLOCK_H ? given
+                       : (how & WHOLE_ROWS)              ? DRAM_BLOCK_H
+                                                         : BLOCK_H;
     float room[(DRAM_BLOCK_H * 4 + BLOCK_ROOM) / 4] __attribute__((aligned(4096))); /* see
                                                                                      * running_sums */
     switch (how & (PREFETCH | TWO_STRIPES)) {
@@ -439,7 +451,7 @@ void weighted_rows_f32(const float *x, const float *w, float *out, float *partia
     const long b = shape[0], t = shape[1], h = shape[2], group = shape[3], split = shape[4];
     const int threads = (int)shape[5];
     const long kind = shape[6] & 3; /* 0-3: stripes to pieces */
-    const int how = (int)(shape[6] & (PREFETCH | TWO_STRIPES | WHOLE_ROWS)), tiled = kind == 3;
+    const int how = (int)(shape[6] & ~(3L | OWN_L2)), tiled = kind == 3; /* bits and block */
     const int own = (shape[6] & OWN_L2) != 0; /* each thread the same units every call */
     if (b <= 0 || h <= 0 || group <= 0 || split <= 0 || threads <= 0) return;
     if (t <= 0) {
@@ -506,4 +518,4 @@ void weighted_rows_f32(const float *x, const float *w, float *out, float *partia
 }
 
 /* The version of this interface, checked on load: bump it when a signature changes. */
-int weighted_rows_abi(void) { return 9; }
+int weighted_rows_abi(void) { return 10; }
