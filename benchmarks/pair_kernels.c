@@ -14,7 +14,8 @@
  * environment: an experiment that bounds a change, its sums wrong on purpose). Then rounds of one block
  * of 10 calls of each: the read limit's three ways (read_floats modes 0-2), A and B, in that
  * order; the fastest block of each is kept (the least disturbed on a shared machine). Prints the
- * read limit (the fastest way) in GB/s and each build's fastest block over the limit's: the
+ * read limit (the fastest way) in GB/s and each build's fastest block over the limit's (with
+ * OUT_AT=BYTES in the environment, out lies that many bytes into a 4 KiB page): the
  * same x, in the same place, in the same process, so that where x sits in memory (which moves
  * results by a few % from one process to the next) is the same for both.
  */
@@ -70,10 +71,22 @@ int main(int argc, char **argv) {
     const long unit = ((n + sh[5] - 1) / sh[5] + 255) / 256 * 256; /* one unit per thread */
     float *const buf = aligned_alloc(64, (size_t)(n * 4 + 63) / 64 * 64 + 128);
     float *const x = buf + 16; /* a line of AROUND before x, and up to a line after it */
-    float *w = malloc((size_t)(b * t) * 4), *out = malloc((size_t)(b * h) * 4);
+    /* OUT_AT=BYTES: out that many bytes into a 4 KiB page (0-4032, a multiple of 64), else where
+     * malloc puts it: where out lies on its page against x's rows decides whether the kernel's
+     * running sums meet 4K aliasing (running_sums in weighted_rows.c) */
+    const char *out_at = getenv("OUT_AT");
+    const long at = out_at ? atol(out_at) : 0;
+    if (out_at && (at < 0 || at > 4032 || at % 64 != 0)) {
+        fprintf(stderr, "OUT_AT must be a multiple of 64 from 0 to 4032\n");
+        return 2;
+    }
+    const size_t out_bytes = (size_t)(b * h * 4 + 4096) / 4096 * 4096 + 4096;
+    char *const out_page = out_at ? aligned_alloc(4096, out_bytes) : NULL;
+    float *w = malloc((size_t)(b * t) * 4);
+    float *out = out_at ? (float *)(out_page + at) : malloc((size_t)(b * h) * 4);
     float *partial = malloc((size_t)(b * h * (sh[4] > shb[4] ? sh[4] : shb[4])) * 4);
     double *ref = calloc((size_t)(b * h), sizeof(double));
-    if (!buf || !w || !out || !partial || !ref) {
+    if (!buf || !w || (out_at && !out_page) || !out || !partial || !ref) {
         fprintf(stderr, "out of memory\n");
         return 1;
     }
@@ -119,7 +132,9 @@ int main(int argc, char **argv) {
            sh[6], 10.0 * n * 4 / limit / 1e9, limit / best[3], limit / best[4]);
     if (plan_b)
         printf("  (B: group %ld split %ld threads %ld mode %ld)", shb[3], shb[4], shb[5], shb[6]);
+    if (out_at)
+        printf("  (x at %ld, out at %ld bytes into a page)", (long)((uintptr_t)x & 4095), at);
     printf("\n");
-    free(buf), free(w), free(out), free(partial), free(ref);
+    free(buf), free(w), free(out_at ? (void *)out_page : (void *)out), free(partial), free(ref);
     return 0;
 }

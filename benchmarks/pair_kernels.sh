@@ -15,13 +15,15 @@
 # AROUND=0x31 fills the bytes beside x with those bits (a subnormal float; 0 if not given).
 # B_PLAN="GROUP SPLIT THREADS MODE" calls B with that plan instead of the library's (two plans
 # of one tree: name the same tree twice).
+# OUT_AT=BYTES puts the output that many bytes into a 4 KiB page (a multiple of 64), not where
+# malloc puts it: where it lies against x's rows decides whether the running sums meet 4K aliasing.
 # TIME_WRONG=1 times a tree that sums wrongly too, after saying so (a bound: a change that
 # skips part of the work on purpose).
 # PAIR_CACHE=DIR keeps each build there, named by what it is built from (the files, the flags,
 # the compiler), and uses it again: pairing the same tree with several changed ones compiles it once.
 set -euo pipefail
 if [ $# -lt 3 ]; then
-    sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
 fi
 a_dir=$1 b_dir=$2

@@ -121,3 +121,14 @@ def test_two_plans_of_one_tree_are_paired_where_b_plan_says():
     bad = pair(CSRC, CSRC, "3x61x777@2", B_PLAN="3 four 2 2")
     assert bad.returncode == 2 and "B_PLAN must be four numbers" in bad.stderr
     assert "read limit" not in bad.stdout
+
+
+def test_out_at_puts_the_output_where_asked_on_its_page():
+    # out 256 bytes into a page: the kernel's sums are right there too, and the line says where
+    done = pair(CSRC, CSRC, "2x64x512", OUT_AT="256")
+    assert done.returncode == 0, done.stderr
+    m = re.match(r"^(.*)  \(x at (\d+), out at 256 bytes into a page\)$", done.stdout.strip())
+    assert m and LINE.match(m.group(1)), done.stdout
+    assert int(m.group(2)) % 64 == 0
+    bad = pair(CSRC, CSRC, "2x64x512", OUT_AT="100")
+    assert bad.returncode == 2 and "OUT_AT must be a multiple of 64" in bad.stderr

@@ -281,8 +281,8 @@ static void sum_rows(const float *restrict x, const float *restrict w, float *re
     const long block = given > 0 && given <= DRAM_BLOCK_H ? given
                        : (how & WHOLE_ROWS)              ? DRAM_BLOCK_H
                                                          : BLOCK_H;
-    float room[(DRAM_BLOCK_H * 4 + BLOCK_ROOM) / 4] __attribute__((aligned(4096))); /* see
-                                                                                     * running_sums */
+    /* where running_sums may move a block's sums to */
+    float room[(DRAM_BLOCK_H * 4 + BLOCK_ROOM) / 4] __attribute__((aligned(4096)));
     switch (how & (PREFETCH | TWO_STRIPES)) {
     case PREFETCH | TWO_STRIPES: sum_rows_of(x, w, s, rows, h, cols, block, 1, 1, room); break;
     case PREFETCH: sum_rows_of(x, w, s, rows, h, cols, block, 1, 0, room); break;
