@@ -111,7 +111,12 @@ BLOCK_SHIFT = 8
 EVEN_BLOCK = 1024
 L1_SHARE = 0.75
 LLC_SHARE = 1 / 3
-AHEAD_TRIES = 2  # timings of each way on a shape's first call: the faster best is kept
+AHEAD_TRIES = 3  # timings of each way on a shape's first call: the faster best is kept
+# untimed calls before them: x just made (torch.randn, a copy) is still on its way into the caches,
+# and each call then ran faster than the one before (on an AMD EPYC in the L3, 4x128x4096: 500,
+# 460, 350, 230, 140, 130 us), so the way timed second won: asking ahead was kept for every
+# long-row shape tried, though the calls after it were 3-12% faster without
+AHEAD_WARMUP = 2
 MAX_AHEAD_SHAPES = 1024  # a visitor trying every shape fills it; it is then emptied
 _ahead: dict[tuple[int, ...], bool] = {}  # (B, T, H, threads, limits...) -> asks ahead
 DEFAULT_L2_BYTES = 256 * 2**10  # where the machine does not say: the smallest L2 of a current CPU
@@ -381,16 +386,18 @@ def asks_ahead(b: int, t: int, h: int, threads: int) -> bool | None:
 
 def _time_ahead(lib: ctypes.CDLL, args: tuple, b: int, t: int, h: int, threads: int) -> None:
     """Time the kernel on these arguments (pointers to x, w, out, partial) with and without
-    asking ahead, AHEAD_TRIES times each in turn, and keep the faster (``_ahead``): the answer is
-    the same to the bit either way (only the loads' timing changes), and the last call leaves it
-    in out."""
+    asking ahead, after AHEAD_WARMUP calls untimed, AHEAD_TRIES times each, which goes first
+    changing every time, and keep the faster (``_ahead``): the answer is the same to the bit
+    either way (only the loads' timing changes), and the last call leaves it in out."""
     limits = _limits()
     ways = [_call_shape(b, t, h, threads, *limits, ahead=a)[0] for a in (False, True)]
+    for _ in range(AHEAD_WARMUP):
+        lib.weighted_rows_f32(*args, ways[0])
     best = [math.inf, math.inf]
-    for _ in range(AHEAD_TRIES):
-        for i, shape in enumerate(ways):
+    for k in range(AHEAD_TRIES):
+        for i in (0, 1) if k % 2 == 0 else (1, 0):
             t0 = time.perf_counter()
-            lib.weighted_rows_f32(*args, shape)
+            lib.weighted_rows_f32(*args, ways[i])
             best[i] = min(best[i], time.perf_counter() - t0)
     if len(_ahead) >= MAX_AHEAD_SHAPES:
         _ahead.clear()

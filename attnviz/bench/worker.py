@@ -161,7 +161,8 @@ def job_budget_s(spec: BenchSpec) -> float:
     call, a few warm-up calls, ``rounds`` blocks of at least ``min_block_s`` (or one call, if
     slower), and with ``memory`` one profiled call; plus making the inputs and JOB_FIXED_S, all
     times BUDGET_FACTOR. The C kernel's first call of a shape from beyond L2 times its two ways to
-    load (``native.AHEAD_TRIES`` calls each), so fused and auto count those calls too. More
+    load (``native.AHEAD_TRIES`` calls each, after ``native.AHEAD_WARMUP``), so fused and auto
+    count those calls too. More
     methods, rounds or bytes give a larger budget, never the reverse.
     """
     shape = tuple(spec.shape)
@@ -172,7 +173,8 @@ def job_budget_s(spec: BenchSpec) -> float:
         c = nbytes / SLOWEST_BYTES_PER_S.get(name, OTHER_BYTES_PER_S)
         c += shape[0] * shape[1] * LOOP_STEP_S if name == "loop" else 0.0
         block = max(spec.min_block_s, c) + 2 * c  # Timer runs 2 untimed calls per block
-        timed_ways = 2 * native.AHEAD_TRIES * c if name in ("fused", "auto") else 0.0
+        timed = native.AHEAD_WARMUP + 2 * native.AHEAD_TRIES
+        timed_ways = timed * c if name in ("fused", "auto") else 0.0
         total += 4 * c + timed_ways + 0.05 + spec.rounds * block + (3 * c if spec.memory else 0.0)
     total += 2 * input_bytes(shape, dtype) / SLOWEST_BYTES_PER_S["einsum"]  # randn, copies
     return JOB_FIXED_S + BUDGET_FACTOR * total

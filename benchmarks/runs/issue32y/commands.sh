@@ -67,3 +67,12 @@ for r in 1 2; do
         done
     done
 done > $out/bench_ab.txt
+
+# ahead_choice.txt: what a shape's first call chose (asks_ahead) and, after it, 40 calls of each
+# way alternating (plain/ahead: time without asking ahead over time asking; under 1: plain faster),
+# one thread, three processes, before and after the first call's two untimed calls (git stash
+# the change of native.py for "before")
+for i in 1 2 3; do
+    python benchmarks/runs/issue32y/ahead_choice.py 4x128x4096 8x128x2048 2x256x2304 16x128x512 \
+        2x192x3584 32x256x512
+done
