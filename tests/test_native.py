@@ -562,7 +562,7 @@ def test_the_plans_mode_bits_and_block_are_the_kernels():
 
 @needs_kernel
 # the rows' places on a page 2, 4, 2 and 4 KiB apart, and 64 bytes apart (the sums kept at out)
-@pytest.mark.parametrize("h", [512, 1024, 2560, 4096, 4112])
+@pytest.mark.parametrize("h", [512, 1024, 2560, 4096, 4112, 16384])  # 16384: a block of 64 KiB
 @pytest.mark.parametrize("how", [0, native.TWO_STRIPES, native.PREFETCH, native.WHOLE_ROWS])
 @pytest.mark.parametrize("threads", [1, 2])
 def test_sums_are_right_wherever_the_output_lies_on_its_page(h, how, threads):

@@ -145,13 +145,15 @@ static void short_rows_of(const float *restrict x, const float *restrict w, floa
  * them: they go to room there (4096-aligned, BLOCK_ROOM bytes past one block), and are copied to
  * acc after the block's steps. Where g is smaller some steps meet it wherever the sums are. */
 #define ALIAS_NEAR 1024 /* bytes past a row's place on its page where acc is not kept */
-#define BLOCK_ROOM 2048 /* bytes of room past a block, for the sums' place on the page */
-static inline float *running_sums(const float *row, float *acc, long h, float *room) {
+#define BLOCK_ROOM 4096 /* bytes of room past a block, for the sums' place on the page (< g) */
+#define ROOM_BYTES (DRAM_BLOCK_H * 4 + BLOCK_ROOM)
+static inline float *running_sums(const float *row, float *acc, long h, long n, float *room) {
     const long hb = (h * 4) & 4095, g = hb ? (hb & -hb) : 4096; /* rows' places: g apart */
     const long past = (long)(((uintptr_t)acc - (uintptr_t)row) & 4095) % g;
-    if (g < 2 * ALIAS_NEAR || past >= ALIAS_NEAR)
+    const long at = (long)(((uintptr_t)row & 4095) + g / 2) % g; /* room's place: g / 2 past */
+    if (g < 2 * ALIAS_NEAR || past >= ALIAS_NEAR || at + 4 * n > ROOM_BYTES)
         return acc;
-    return (float *)((char *)room + (((uintptr_t)row & 4095) + g / 2) % g);
+    return (float *)((char *)room + at);
 }
 
 /* s[0:cols] = sum over t < rows of w[t] * x[t*h : t*h + cols] (rows h numbers apart)
@@ -218,7 +220,7 @@ static inline __attribute__((always_inline)) void sum_rows_of(
         /* two vectors of each stripe a step, as read_block: from L3 at 16-24 MiB 2-12% faster
          * than the loop below, vectorized a vector a step (plain C) */
         const int pairs = n % (2 * VL) == 0 && d % VL == 0;
-        float *const at = pairs ? running_sums(x + j0, acc, h, room) : acc; /* acc, or room */
+        float *const at = pairs ? running_sums(x + j0, acc, h, n, room) : acc; /* acc or room */
         for (long j = 0; j < n; j++) at[j] = 0.0f;
         long i = 0;
         if (pairs) {
@@ -282,7 +284,7 @@ static void sum_rows(const float *restrict x, const float *restrict w, float *re
                        : (how & WHOLE_ROWS)              ? DRAM_BLOCK_H
                                                          : BLOCK_H;
     /* where running_sums may move a block's sums to */
-    float room[(DRAM_BLOCK_H * 4 + BLOCK_ROOM) / 4] __attribute__((aligned(4096)));
+    float room[ROOM_BYTES / 4] __attribute__((aligned(4096)));
     switch (how & (PREFETCH | TWO_STRIPES)) {
     case PREFETCH | TWO_STRIPES: sum_rows_of(x, w, s, rows, h, cols, block, 1, 1, room); break;
     case PREFETCH: sum_rows_of(x, w, s, rows, h, cols, block, 1, 0, room); break;
