@@ -76,3 +76,10 @@ for i in 1 2 3; do
     python benchmarks/runs/issue32y/ahead_choice.py 4x128x4096 8x128x2048 2x256x2304 16x128x512 \
         2x192x3584 32x256x512
 done
+
+# survey_after_t1.txt, survey_after_t2.txt, long_after_t1.txt: at the end (db3d05a)
+for t in 1 2; do
+    python -m attnviz.bench --device cpu --threads $t --methods fused --rounds 11 > $out/survey_after_t$t.txt
+done
+python -m attnviz.bench --device cpu --threads 1 --methods fused --rounds 11 \
+    --sizes 2x256x2304,3x256x2560,2x256x3072,4x128x4096,2x192x3584,6x128x4096 > $out/long_after_t1.txt
