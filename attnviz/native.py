@@ -114,8 +114,8 @@ LLC_SHARE = 1 / 3
 AHEAD_TRIES = 3  # timings of each way on a shape's first call: the faster best is kept
 # untimed calls before them: x just made (torch.randn, a copy) is still on its way into the caches,
 # and each call then ran faster than the one before (on an AMD EPYC in the L3, 4x128x4096: 500,
-# 460, 350, 230, 140, 130 us), so the way timed second won: asking ahead was kept for every
-# long-row shape tried, though the calls after it were 3-12% faster without
+# 460, 350, 230, 140, 130 us), so the way timed second won: asking ahead was kept for 13 of 18
+# shapes in the L3, though in 17 of them the calls after it were faster without (RESULTS.md)
 AHEAD_WARMUP = 2
 MAX_AHEAD_SHAPES = 1024  # a visitor trying every shape fills it; it is then emptied
 _ahead: dict[tuple[int, ...], bool] = {}  # (B, T, H, threads, limits...) -> asks ahead
@@ -245,8 +245,8 @@ def stripe_bits(numel: int, cols: int) -> int:
     BLOCK_H numbers). In it, rows longer than BLOCK_H in a block of their own (see BLOCK_SHIFT):
     whole, as two stripes, where x is within LLC_SHARE of the cache and three rows fit in the L1;
     else as four stripes in even blocks of EVEN_BLOCK numbers, or within LLC_SHARE of half as
-    many, where they cut the row. Else,
-    within LLC_SHARE, TWO_STRIPES where a row of each of four stripes and their running sums (five
+    many, where they cut the row. Else, within LLC_SHARE, TWO_STRIPES where a row of each of four
+    stripes and their running sums (five
     blocks of up to BLOCK_H numbers) would take more than L1_SHARE of the L1 (see TWO_STRIPES; in
     L2 too: 1x60x4097 0.91 and 0.75 against 0.78 and 0.70 on one thread, 0.93 and 0.90 against
     0.79 and 0.72 by columns on two; 1x100x2049 0.82-0.86 against 0.78)."""
