@@ -21,10 +21,10 @@ The same library holds the read limit (``attnviz.native_read``): a plain read of
 with the same flags, run on the same threads and cut the same way, into independent vector sums,
 so that it is bound by memory and not by a chain of adds: in one stream, in four side by side, or
 in four that ask for their lines ahead as the kernel's stripes may (``read_mode`` guesses one
-stream where x fits in the last-level cache; ``attnviz.bench`` times all three on x and keeps
-the fastest, ``native_op.fastest_reader``: near the cache's size four were the faster). The
-benchmark times it as the floor that every method is compared with. (``x.sum()`` is no floor: on
-an Intel Xeon we measured bmm and the kernel 20% faster than it.)
+stream where x fits in the last-level cache; ``attnviz.bench`` times all three on x in every
+round and keeps the fastest, ``bench.floor.floor_ways``: near the cache's size four were the
+faster). The benchmark times it as the floor that every method is compared with. (``x.sum()`` is
+no floor: on an Intel Xeon we measured bmm and the kernel 20% faster than it.)
 
 From beyond L2 the stripes may ask for each stripe's lines a little ahead of the loads
 (``PREFETCH``): on some CPUs that keeps more of memory's lines in flight, on others it costs, so a

@@ -47,7 +47,6 @@ import atexit
 import contextlib
 import hashlib
 import importlib.util
-import math
 import os
 import shlex
 import shutil
@@ -335,30 +334,6 @@ def reader(
             return checked(y)
 
     return read_one
-
-
-def fastest_reader(
-    x: Tensor, *, threads: int | None = None, tries: int = 3
-) -> Callable[[Tensor], float]:
-    """``reader(x)`` in the fastest of its three ways to read (one stream, four side by side, four
-    asking for their lines ahead), timed on x here: the read limit, wherever x sits.
-    ``native_read.read_mode`` guesses one stream where x fits in the last-level cache; near its
-    size part of x comes from memory (the cache is shared), and there one stream was the slower:
-    at 24-28 MiB against a 32 MiB L3, on one thread, fused's four stripes read 1.18-1.28x as fast
-    as that floor (``python -m attnviz.bench`` flagged it). The kernel may ask for lines ahead
-    (``native.PREFETCH``), so the floor may too. Each way is timed ``tries`` times over ~16 MiB of
-    reads (at least one read), the best kept."""
-    ways = (native.TILES, native.STRIPES, native_read.READ_AHEAD)
-    readers = {how: reader(x, threads=threads, mode=how) for how in ways}
-    calls = max(1, min(1000, (1 << 22) // max(x.numel(), 1)))
-    best = dict.fromkeys(readers, math.inf)
-    for _ in range(tries):
-        for how, read in readers.items():
-            t0 = time.perf_counter()
-            for _ in range(calls):
-                read(x)
-            best[how] = min(best[how], time.perf_counter() - t0)
-    return readers[min(best, key=best.__getitem__)]
 
 
 def why_ctypes() -> str | None:

@@ -3,7 +3,7 @@ and threaded like the fused kernel (``attnviz.native``), which ``attnviz.bench``
 
 ``read_mode`` guesses one stream where x fits in the last-level cache (3-8% faster there,
 measured at 256 KiB-16 MiB; 0-17% slower on the host of 2026-12-03 20:40, and 18-28% slower at
-24-28 MiB, so the benchmark times both: ``native_op.fastest_reader``) and READ_STREAMS streams
+24-28 MiB, so the benchmark times every way: ``bench.floor.floor_ways``) and READ_STREAMS streams
 beyond (one stream was 15-30% slower from DRAM), there in units of READ_UNIT_NUMEL numbers
 (4 MiB): the streams of a unit are then 1 MiB apart, which read from DRAM up to 19% faster than
 streams a quarter of x apart (80 MiB, one thread: 25.5 against 21.5 GB/s; the fused kernel read

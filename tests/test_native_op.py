@@ -5,7 +5,6 @@ can read them. Its build and load in fresh processes: tests/test_native_op_build
 
 import sys
 import threading
-import time
 import weakref
 
 import pytest
@@ -421,51 +420,6 @@ def test_an_output_made_in_inference_mode_is_taken_again_only_there(op, planned)
     assert not op(x, w).is_inference()
     with torch.inference_mode():
         assert op(x, w).is_inference()
-
-
-@needs_op
-@pytest.mark.parametrize("slow", ["one stream", "four streams"])
-def test_the_floor_reads_the_faster_way_timed_on_x(monkeypatch, slow):
-    """Which of the two ways to read is faster depends on where x sits, and near the last-level
-    cache's size on more than its size: the floor times both on x and keeps the faster."""
-    from attnviz.bench import harness
-
-    assert native_op.build(timeout=600).ok
-    slow_mode = native.TILES if slow == "one stream" else native.STRIPES
-    made, real = [], native_op.reader
-    # the slow way costs a second a read on the clock the timing reads: a real pause (2 ms a
-    # read, before) was outrun on a busy machine, where a fast read waiting for its threads'
-    # turn took longer than that (a fresh-clone run kept the slow way once)
-    late, clock = [0.0], time.perf_counter
-    monkeypatch.setattr(native_op.time, "perf_counter", lambda: clock() + late[0])
-
-    def reader(x, *, threads=None, mode=None):
-        read = real(x, threads=threads, mode=mode)
-
-        def timed(y):
-            if mode == slow_mode:
-                late[0] += 1.0
-            return read(y)
-
-        made.append((mode, timed))
-        return timed
-
-    monkeypatch.setattr(native_op, "reader", reader)
-    # 420,000 numbers (9 reads a timing), small integers: every float32 partial sum is exact, so
-    # the read's sum is exact in any order (random numbers summed in float32 by 64 lanes (AVX2)
-    # or 256 (AVX-512) land ~1e-5 of the sum off, as the order of the threads' units decides)
-    x = (torch.arange(2 * 300 * 700, dtype=torch.float32) % 7).reshape(2, 300, 700)
-    w = torch.ones(2, 300)
-    floor = harness.floor_function(x)
-    assert sorted(m for m, _ in made) == sorted(
-        [native.TILES, native.STRIPES, native_read.READ_AHEAD]
-    )
-    assert late[0] > 0  # the slow way was timed too
-    chosen = next(read for mode, read in made if mode != slow_mode)
-    before = late[0]
-    assert floor(x, w) == float(x.double().sum())  # a read of all of x
-    assert late[0] == before  # the fast one was kept
-    assert chosen(x) == floor(x, w)
 
 
 @needs_op

@@ -14,6 +14,7 @@ import sys
 import torch
 
 from attnviz.bench.devices import DEVICE_CHOICES, list_devices, resolve_devices
+from attnviz.bench.floor import floor_ways_words
 from attnviz.bench.harness import (
     DEFAULT_METHODS,
     floor_warnings,
@@ -142,7 +143,9 @@ def main(argv: list[str] | None = None) -> int:
             for device, floor in floors:
                 print(
                     f"floor on {device}: {floor}, a plain read of x, the machine's read limit: "
-                    f"no method that reads x once can beat it."
+                    f"no method that reads x once can beat it. Each of its ways is timed in "
+                    f"every round, and at each size the floor is the one with the lowest median: "
+                    f"{floor_ways_words(records, device)}."
                 )
             for r in records:
                 if r.method == "fused" and "path" in r.notes:

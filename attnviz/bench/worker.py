@@ -40,6 +40,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 from attnviz import native, worker_process
+from attnviz.bench.floor import MAX_WAYS
 from attnviz.bench.harness import (
     DEFAULT_METHODS,
     LOOP_MAX_WORDS,
@@ -157,19 +158,19 @@ def check_method_names(methods: tuple[str, ...]) -> None:
 def job_budget_s(spec: BenchSpec) -> float:
     """Seconds of wall time ``spec`` may take in the worker: from its size, methods and rounds.
 
-    Each method (and the floor) is assumed as slow as SLOWEST_BYTES_PER_S says: each runs one first
-    call, a few warm-up calls, ``rounds`` blocks of at least ``min_block_s`` (or one call, if
-    slower), and with ``memory`` one profiled call; plus making the inputs and JOB_FIXED_S, all
-    times BUDGET_FACTOR. The C kernel's first call of a shape from beyond L2 times its two ways to
-    load (``native.AHEAD_TRIES`` calls each, after ``native.AHEAD_WARMUP``), so fused and auto
-    count those calls too. More
-    methods, rounds or bytes give a larger budget, never the reverse.
+    Each method (and each of the floor's ways, ``floor.MAX_WAYS``) is assumed as slow as
+    SLOWEST_BYTES_PER_S says: each runs one first call, a few warm-up calls, ``rounds`` blocks of
+    at least ``min_block_s`` (or one call, if slower), and with ``memory`` one profiled call; plus
+    making the inputs and JOB_FIXED_S, all times BUDGET_FACTOR. The C kernel's first call of a
+    shape from beyond L2 times its two ways to load (``native.AHEAD_TRIES`` calls each, after
+    ``native.AHEAD_WARMUP``), so fused and auto count those calls too. More methods, rounds or
+    bytes give a larger budget, never the reverse.
     """
     shape = tuple(spec.shape)
     dtype = parse_dtype(spec.dtype)
     nbytes = moved_bytes(shape, dtype)
     total = 0.0
-    for name in ("floor", *spec.methods):
+    for name in ("floor",) * MAX_WAYS + tuple(spec.methods):  # each of the floor's ways is timed
         c = nbytes / SLOWEST_BYTES_PER_S.get(name, OTHER_BYTES_PER_S)
         c += shape[0] * shape[1] * LOOP_STEP_S if name == "loop" else 0.0
         block = max(spec.min_block_s, c) + 2 * c  # Timer runs 2 untimed calls per block
