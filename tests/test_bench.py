@@ -579,6 +579,28 @@ def test_the_floor_is_the_fastest_of_its_ways_timed_in_every_round(monkeypatch, 
         assert all("floor_ways" not in r.notes for r in recs[1:])  # on the floor's record only
 
 
+def test_a_method_above_the_limit_at_a_tiny_size_is_explained_not_flagged():
+    from attnviz.bench.floor import FLAG_MIN_BYTES, small_call_words
+
+    def rec(method, shape, ratio, nbytes):
+        return {"method": method, "device": "cpu", "shape": list(shape), "ratio_to_floor": ratio,
+                "bytes": nbytes}  # fmt: skip
+
+    tiny = [rec("floor", (2, 3, 5), 1.0, 120), rec("fused", (2, 3, 5), 1.3, 184)]
+    said = small_call_words(tiny + [rec("bmm", (2, 3, 5), 0.05, 184)])
+    assert said.startswith("At 2x3x5 on cpu (120 B of x) fused shows above the read limit")
+    assert "64 B more" in said and "bmm" not in said and not bench.above_floor(tiny[1])
+    both = small_call_words(tiny + [rec("auto", (2, 3, 5), 1.2, 184)])
+    assert "fused and auto show above" in both
+    big = FLAG_MIN_BYTES  # from here a method above the limit is flagged instead
+    large = [rec("floor", (1, 256, 1024), 1.0, big), rec("fused", (1, 256, 1024), 1.3, big + 5120)]
+    assert small_call_words(large) == "" and small_call_words(tiny[:1]) == ""
+    assert (
+        small_call_words([rec("floor", (2, 3, 5), 1.0, 120), rec("fused", (2, 3, 5), 0.9, 184)])
+        == ""
+    )
+
+
 def test_a_float64_record_names_the_plain_read_its_floor_ran():
     recs = measure((4, 64, 32), dtype=torch.float64, methods=["bmm"], **FAST)
     assert recs[0].notes["path"] in bench.floor.TORCH_READS

@@ -181,6 +181,20 @@ def test_the_2x3x5_case_says_what_fused_and_auto_run_and_why():
     assert table.loc["bmm", "runs as"] == RUNS_AS["bmm"]
 
 
+def test_a_method_above_the_limit_at_a_tiny_size_is_explained_under_the_table():
+    """At 2x3x5 a call is all fixed cost and fused's speed counts att_scores and weighted too, so it
+    can show above 100% of the read limit: the page says why, wherever (and only where) it does."""
+    at = _timed(_app(), ["fused", "bmm"])
+    shares = _result_table(at)[performance.RATIO]
+    above = [m for m, v in shares.items() if m != "floor" and float(v.rstrip("%")) > 100]
+    said = _texts(at)
+    sentence = "show above the read limit: a call this small times its fixed costs"
+    assert (inert("At 2 × 3 × 5 on cpu (120 B of x)") in said) == bool(above), (shares, said)
+    assert (inert(sentence) in said or inert(sentence.replace("show ", "shows ")) in said) == bool(
+        above
+    )
+
+
 def test_the_page_shows_what_a_gpu_measured_from_the_shipped_run():
     from attnviz.bench import recorded
 

@@ -14,7 +14,7 @@ import sys
 import torch
 
 from attnviz.bench.devices import DEVICE_CHOICES, list_devices, resolve_devices
-from attnviz.bench.floor import floor_ways_words
+from attnviz.bench.floor import floor_ways_words, small_call_words
 from attnviz.bench.harness import (
     DEFAULT_METHODS,
     floor_warnings,
@@ -147,6 +147,8 @@ def main(argv: list[str] | None = None) -> int:
                     f"every round, and at each size the floor is the one with the lowest median: "
                     f"{floor_ways_words(records, device)}."
                 )
+            if small := small_call_words(records):
+                print(small)
             for r in records:
                 if r.method == "fused" and "path" in r.notes:
                     shape = "x".join(map(str, r.shape))

@@ -20,6 +20,8 @@ from collections.abc import Callable, Sequence
 import torch
 from torch import Tensor
 
+from attnviz.bench.number import format_bytes
+
 READ_LOOP = "C read loop"  # what the floor runs where attnviz.native builds (float32, CPU)
 TORCH_READ = "PyTorch's plain reads"  # what it runs elsewhere
 TORCH_SUM = "x.sum()"
@@ -32,6 +34,10 @@ TORCH_READS: dict[str, Callable[[Tensor], Tensor]] = {
     TORCH_SUM: lambda x: x.sum(),
     "x.sum(1)": lambda x: x.sum(dim=1),
 }
+
+# below this many bytes of x a call's fixed costs (Python, dispatch, ctypes) outweigh its reads,
+# so no floor is a read limit there and nothing is flagged for beating it (``small_call_words``)
+FLAG_MIN_BYTES = 2**20
 
 # the C read loop's ways (read_floats' modes, attnviz/csrc/read_floats.c), by what each reads
 ONE_STREAM = "one stream"
@@ -81,3 +87,35 @@ def floor_ways_words(records: Sequence, device: str) -> str:
             way = r.notes.get("path", "").removeprefix(f"{READ_LOOP}, ")
             sizes.setdefault(way, []).append("x".join(map(str, r.shape)))
     return "; ".join(f"{way} ({', '.join(shapes)})" for way, shapes in sizes.items())
+
+
+def small_call_words(records: Sequence, times: str = "x") -> str:
+    """Why a method shows above the read limit at a size too small to flag (x under
+    FLAG_MIN_BYTES), in a sentence per size, or "": such a call's time is its fixed costs, not its
+    reads, and a method's speed counts w and the output, which the plain read of x does not move
+    (2x3x5: 120 B of x, 64 B more). ``records``: Measurements or their dicts; ``times`` joins a
+    shape's sizes (the page writes 2 × 3 × 5)."""
+    rows = [r if isinstance(r, dict) else r.as_dict() for r in records]
+    floors = {(r["device"], tuple(r["shape"])): r for r in rows if r["method"] == "floor"}
+    above: dict[tuple, list[str]] = {}
+    for r in rows:
+        floor = floors.get((r["device"], tuple(r["shape"])))
+        if r["method"] in ("floor", "copy") or floor is None or floor["bytes"] >= FLAG_MIN_BYTES:
+            continue
+        if (r.get("ratio_to_floor") or 0.0) > 1.0:
+            above.setdefault((r["device"], tuple(r["shape"])), []).append(r["method"])
+    sentences = []
+    for (device, shape), methods in above.items():
+        floor = floors[(device, shape)]
+        more = max(
+            r["bytes"] for r in rows if r["method"] in methods and tuple(r["shape"]) == shape
+        )
+        sentences.append(
+            f"At {times.join(map(str, shape))} on {device} ({format_bytes(floor['bytes'])} of x) "
+            f"{' and '.join(methods)} {'shows' if len(methods) == 1 else 'show'} above the read "
+            f"limit: a call this small times its "
+            f"fixed costs (the call, the dispatch), not its reads, and a method's speed counts "
+            f"att_scores and weighted too ({format_bytes(more - floor['bytes'])} more than the "
+            f"read of x alone). Below {format_bytes(FLAG_MIN_BYTES)} of x nothing is flagged."
+        )
+    return " ".join(sentences)

@@ -48,6 +48,7 @@ from torch.utils.benchmark import Timer
 
 from attnviz.bench.devices import cache_bytes, device_name, move, synchronize
 from attnviz.bench.floor import (  # noqa: F401 (re-exported)
+    FLAG_MIN_BYTES,
     READ_LOOP,
     TORCH_SUM,
     floor_runs,
@@ -141,11 +142,6 @@ def is_noisy(r: Measurement | dict) -> bool:
     """True when the rounds of ``r`` spread too widely (IQR > NOISY_SPREAD x median) to trust."""
     d = r if isinstance(r, dict) else r.as_dict()
     return d["median_s"] <= 0 or d.get("iqr_s", 0.0) > NOISY_SPREAD * d["median_s"]
-
-
-# below this many bytes of x a call's fixed costs (Python, dispatch, ctypes) outweigh its reads,
-# so no floor is a read limit there and nothing is flagged for beating it
-FLAG_MIN_BYTES = 2**20
 
 
 def above_floor(r: Measurement | dict) -> bool:

@@ -17,6 +17,7 @@ import torch
 from attnviz import bench
 from attnviz.bench import recorded, request, worker
 from attnviz.bench import sweep as bench_sweep
+from attnviz.bench.floor import small_call_words
 from attnviz.bench.harness import NOISY_SPREAD, input_bytes, is_noisy, regime
 from attnviz.errors import AttnvizError
 from attnviz.figures import performance as perf_figures
@@ -124,7 +125,8 @@ def _controls(devices: list[bench.DeviceInfo]) -> tuple[object, object, object]:
 def _caption() -> None:
     st.caption(
         "The floor is the machine's read limit: a plain read of the same bytes (on the CPU a C "
-        "loop built like the fused kernel, on the same threads), timed in the same rounds. Every "
+        "loop built like the fused kernel, on the same threads, in whichever of its three ways "
+        "reads that size fastest), timed in the same rounds. Every "
         "method must read net_output at least once, so none can beat the read limit: a few % "
         "above 100% is timing noise, and more than the rounds' spread means the floor is wrong "
         "(the table says so). Data that fits in a cache (small sizes, marked) arrives several "
@@ -185,6 +187,8 @@ def page() -> None:
         st.dataframe(_table(last), width="stretch")
         if why := _why(last):
             st.markdown(why)
+        if small := small_call_words(last, times=" × "):  # above 100% at a size too small to read
+            st.caption(inert(small))
     elif not st.session_state.get("pf_sweep_records"):
         st.markdown(
             "Press **Time them** to measure the chosen size, or **Sweep sizes** to see time and "
