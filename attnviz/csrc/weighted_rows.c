@@ -109,6 +109,57 @@ static inline __attribute__((always_inline)) void short_run(const float *restric
     EACH_VEC(k, nv) *(vecfu *)(s + VL * k) = a[k];
 }
 
+/* short_run_pair(..., nv): short_run on two neighbouring sentences at once (x and the next
+ * rows * h numbers), row t of each in the same step: two independent chains of adds and one loop
+ * for both, where a sentence alone is a loop of its own and a chain that waits on each row's add.
+ * Each sentence's sums are added in the same order as short_run's, so they are the same to the
+ * bit. Up to PAIR_VECS vectors a row: twice as many running sums, half the registers (AVX-512:
+ * 16 of 32; tiles, and so this, run only there: attnviz/native.py). In L2, one thread, plain C,
+ * medians of 400 paired blocks (benchmarks/RESULTS.md, twentieth round): 8x32x64 0.86-0.88 of
+ * the read limit one sentence at a time, 0.93 two at a time (1x256x64, the same bytes as one
+ * sentence: 0.93); 8x64x128 0.92 and 0.96; 4x16x32, 8 KiB, 0.45 and 0.69. */
+#define PAIR_VECS (TILE_VECS / 2)
+static inline __attribute__((always_inline)) void short_run_pair(const float *restrict x,
+                                                                const float *restrict w,
+                                                                float *restrict s, long rows,
+                                                                long h, const int nv) {
+    const float *restrict y = x + rows * h; /* the next sentence; its sums at s + h */
+    vecf a[PAIR_VECS], c[PAIR_VECS];
+    EACH_VEC(k, nv) a[k] = c[k] = (vecf){0};
+    for (long t = 0; t < rows; t++) {
+        const float *r = x + t * h, *q = y + t * h, u = w[t], v = w[rows + t];
+        EACH_VEC(k, nv) a[k] += u * *(const vecfu *)(r + VL * k);
+        EACH_VEC(k, nv) c[k] += v * *(const vecfu *)(q + VL * k);
+    }
+    EACH_VEC(k, nv) *(vecfu *)(s + VL * k) = a[k];
+    EACH_VEC(k, nv) *(vecfu *)(s + h + VL * k) = c[k];
+}
+
+/* whole sentences s0 .. s1-1 (rows rows each, of h numbers) in tiles (mode 1): two at a time
+ * (short_run_pair) where their rows are whole lines of at most PAIR_VECS vectors, else one at a
+ * time (sum_rows_tiled) */
+static void sum_rows_tiled(const float *restrict x, const float *restrict w, float *restrict s,
+                           long rows, long h, long cols);
+static void tiled_sentences(const float *x, const float *w, float *out, long s0, long s1,
+                            long rows, long h) {
+    long s = s0;
+    if (h % 16 == 0 && h % VL == 0 && h <= PAIR_VECS * VL && ((uintptr_t)x & 63) == 0)
+        for (; s + 1 < s1; s += 2) {
+            const float *xs = x + s * rows * h, *ws = w + s * rows;
+            float *os = out + s * h;
+            switch (h / VL) {
+#define PAIR_CASE(n)                                                                               \
+    case n: short_run_pair(xs, ws, os, rows, h, n); break;
+                PAIR_CASE(1) PAIR_CASE(2) PAIR_CASE(3) PAIR_CASE(4)
+#if PAIR_VECS > 4
+                PAIR_CASE(5) PAIR_CASE(6) PAIR_CASE(7) PAIR_CASE(8)
+#endif
+#undef PAIR_CASE
+            }
+        }
+    for (; s < s1; s++) sum_rows_tiled(x + s * rows * h, w + s * rows, out + s * h, rows, h, h);
+}
+
 /* short_rows (one_run = 0) or short_run (1), one copy per number of vectors */
 static void short_rows_of(const float *restrict x, const float *restrict w, float *restrict s,
                           long rows, long h, long cols, int one_run) {
@@ -433,7 +484,8 @@ static void sum_pieces(const float *x, const float *w, float *out, float *partia
  *   mode 0 (stripes, sum_rows): as described at the top; `split` cuts a sentence's rows.
  *   mode 1 (tiles, sum_rows_tiled): a unit is `group` sentences times one of `split` chunks of
  *     whole tiles of columns (the last chunk takes the columns past them): the threads share a
- *     sentence by its columns, so there are no partial sums to add (partial is not used).
+ *     sentence by its columns, so there are no partial sums to add (partial is not used). Whole
+ *     short rows go two sentences at a time (tiled_sentences).
  *   mode 2 (columns, sum_rows): as mode 1, chunks of columns a multiple of 16 wide, each summed
  *     in stripes: for rows off the 64-byte lines in L2 on several threads, where cutting a
  *     sentence's rows left pieces too short to stripe (1x250x777 on two threads, plain C: 0.67
@@ -475,7 +527,9 @@ void weighted_rows_f32(const float *x, const float *w, float *out, float *partia
             const long c0 = k * per < h ? k * per : h;
             const long c1 = (k == split - 1 || c0 + per > h) ? h : c0 + per;
             const long end = (g + 1) * group < b ? (g + 1) * group : b;
-            if (tiles)
+            if (tiles && c0 == 0 && c1 == h) /* whole rows: two sentences at a time where short */
+                tiled_sentences(x, w, out, g * group, end, t, h);
+            else if (tiles)
                 for (long s = g * group; s < end && c0 < c1; s++)
                     sum_rows_tiled(x + s * t * h + c0, w + s * t, out + s * h + c0, t, h, c1 - c0);
             else if (c0 < c1)
