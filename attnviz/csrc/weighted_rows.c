@@ -115,9 +115,11 @@ static inline __attribute__((always_inline)) void short_run(const float *restric
  * Each sentence's sums are added in the same order as short_run's, so they are the same to the
  * bit. Up to PAIR_VECS vectors a row: twice as many running sums, half the registers (AVX-512:
  * 16 of 32; tiles, and so this, run only there: attnviz/native.py). In L2, one thread, plain C,
- * medians of 400 paired blocks (benchmarks/RESULTS.md, twentieth round): 8x32x64 0.86-0.88 of
- * the read limit one sentence at a time, 0.93 two at a time (1x256x64, the same bytes as one
- * sentence: 0.93); 8x64x128 0.92 and 0.96; 4x16x32, 8 KiB, 0.45 and 0.69. */
+ * medians of 400 paired blocks (benchmarks/RESULTS.md, twentieth round): 8x32x64 0.84-0.88 of
+ * the read limit one sentence at a time, 0.92-0.93 two at a time (1x256x64, the same bytes as
+ * one sentence: 0.93); 8x64x128 0.91-0.92 and 0.96-0.97; 64x16x64 0.72-0.82 and 0.90-0.91;
+ * 4x16x32, 8 KiB, 0.45 and 0.66-0.69. Four at a time (H <= 64) was no better (64x16x64
+ * 0.83-0.91). */
 #define PAIR_VECS (TILE_VECS / 2)
 static inline __attribute__((always_inline)) void short_run_pair(const float *restrict x,
                                                                 const float *restrict w,

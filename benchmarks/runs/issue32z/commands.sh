@@ -53,3 +53,46 @@ run() { # SHAPE_ARGS HOW: out 640 bytes into its page
 { run "2 256 2816 2816" 16; run "4 128 4096 4096" $((1024 << 8)); run "16 128 512 512" 0
   run "32 256 512 512" 0; } > $out/prefetch_kinds.txt
 rm -rf "$work"
+
+# pairs_plain_c.txt: a949479 (short rows in tiles one sentence at a time) against ab5ee77 (two at
+# a time), both orders, best blocks
+git worktree add /tmp/wt26 a949479
+S="4x16x32 8x32x64 8x64x128 16x128x128 16x128x128@2 64x16x64 32x64x112 5x32x48 16x128x512"
+{
+    echo "== A = a949479 (one sentence at a time), B = ab5ee77 (two at a time)"
+    # shellcheck disable=SC2086  # shapes are words
+    benchmarks/pair_kernels.sh /tmp/wt26/attnviz/csrc attnviz/csrc $S
+    echo "== A = ab5ee77, B = a949479"
+    # shellcheck disable=SC2086
+    benchmarks/pair_kernels.sh attnviz/csrc /tmp/wt26/attnviz/csrc $S
+} > $out/pairs_plain_c.txt
+# pairs_python.txt: through Python, the trees alternating, twice, one and two threads
+S=4x16x32,8x32x64,8x64x128,16x128x128,64x16x64,32x64x112
+for rep in 1 2; do for tree in /tmp/wt26 "$PWD"; do for th in 1 2; do
+    echo "== $(cd $tree && git rev-parse --short HEAD) t$th rep$rep"
+    (cd $tree && PYTHONPATH=$tree "$OLDPWD/.venv/bin/python" -m attnviz.bench --device cpu \
+        --threads $th --methods fused --rounds 11 --sizes $S | grep -E "^cpu")
+done; done; done > $out/pairs_python.txt
+# medians_pairs.txt: medians.c against each tree (and ab5ee77 with quads.diff: four sentences at
+# a time where H <= 64, with QUAD=1 in the environment), each shape's plan, twice
+for tree in /tmp/wt26 "$PWD" quads; do
+    work=$(mktemp -d)
+    if [ "$tree" = quads ]; then
+        git show ab5ee77:attnviz/csrc/weighted_rows.c > "$work/weighted_rows.c"
+        cp attnviz/csrc/*.h attnviz/csrc/read_floats.c "$work"
+        (cd "$work" && patch -s weighted_rows.c < "$OLDPWD/$out/quads.diff")
+    else
+        cp "$tree"/attnviz/csrc/* "$work"
+    fi
+    cp $out/medians.c "$work"
+    # shellcheck disable=SC2086
+    cc $flags -o "$work/medians" "$work/medians.c" -lm
+    for i in 1 2; do
+        for s in "8 32 64 8 1 1 1" "1 256 64 1 1 1 1" "4 16 32 4 1 1 1" "8 64 128 8 1 1 1" \
+            "64 16 64 64 1 1 1" "16 128 128 16 1 1 1"; do
+            # shellcheck disable=SC2086
+            echo "$tree: $(QUAD=$([ "$tree" = quads ] && echo 1) "$work/medians" $s)"
+        done
+    done
+    rm -rf "$work"
+done > $out/medians_pairs.txt
