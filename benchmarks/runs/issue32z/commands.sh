@@ -96,3 +96,7 @@ for tree in /tmp/wt26 "$PWD" quads; do
     done
     rm -rf "$work"
 done > $out/medians_pairs.txt
+
+# default_end_t{1,2}.txt: the default run at df846be
+.venv/bin/python -m attnviz.bench --device cpu > $out/default_end_t2.txt
+.venv/bin/python -m attnviz.bench --device cpu --threads 1 > $out/default_end_t1.txt
