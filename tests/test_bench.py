@@ -4,7 +4,6 @@ no timing assertions."""
 
 import json
 import os
-import time
 
 import pytest
 import torch
@@ -56,48 +55,6 @@ def test_records_say_what_each_method_ran(tiny_records):
     assert runs_as["floor"] in ways and runs_as["broadcast"] == "(x * w[..., None]).sum(1)"
     assert runs_as["fused"] == fused.fused_path(*bench.make_inputs((2, 3, 5)))  # tiny: bmm
     assert all(r.notes["cpu_kernel"] == cpu_kernel_detail() for r in tiny_records)
-
-
-def test_the_floors_extra_memory_is_the_same_every_run():
-    recs = [measure((2, 3, 5), methods=["bmm"], memory=True, **FAST)[0] for _ in range(3)]
-    assert len({r.extra_peak_bytes for r in recs}) == 1
-    if native.available():  # the C read loop allocates nothing
-        assert recs[0].extra_peak_bytes == 0 and recs[0].notes["floor"] == "C read loop"
-
-
-def _beat(ratio, iqr, method="fused", shape=(8, 512, 1024)):
-    return {
-        "method": method,
-        "shape": list(shape),
-        "device": "cpu",
-        "dtype": "float32",
-        "ratio_to_floor": ratio,
-        "ratio_iqr": iqr,
-        "notes": {"floor": "C read loop"},
-    }
-
-
-def test_tiny_calls_measure_fixed_costs_and_are_never_flagged():
-    assert not bench.above_floor(_beat(3.0, 0.1, "bmm", shape=(2, 3, 5)))
-
-
-@pytest.mark.parametrize(
-    ("ratio", "iqr", "method", "above"),
-    [
-        (1.20, 0.05, "fused", True),  # 20% faster than the machine reads: the floor is wrong
-        (1.03, 0.05, "fused", False),  # within the rounds' noise
-        (0.95, 0.01, "fused", False),
-        (1.50, 0.60, "bmm", False),  # a wide spread says nothing
-        (1.00, 0.00, "floor", False),
-        (2.00, 0.05, "copy", False),  # reads and writes x: its speed counts both
-    ],
-)
-def test_a_method_above_the_read_limit_beyond_its_noise_is_flagged(ratio, iqr, method, above):
-    assert bench.above_floor(_beat(ratio, iqr, method)) is above
-    warned = bench.floor_warnings([_beat(ratio, iqr, method)])
-    assert len(warned) == int(above)
-    if above:
-        assert warned[0].startswith("WARNING: fused at 8x512x1024") and "floor" in warned[0]
 
 
 def test_records_carry_the_flag_and_the_ratios_spread(tiny_records):
@@ -535,76 +492,6 @@ def test_cache_levels_read_the_sysfs_layout(tmp_path):
     got = bench.devices.cache_levels(str(tmp_path))
     assert got == {1: 32 * 2**10, 2: MIB, 3: 32 * MIB}
     assert bench.devices.cache_levels(str(tmp_path / "missing")) == {}
-
-
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])  # the C loop; PyTorch's reads
-def test_the_floor_is_the_fastest_of_its_ways_timed_in_every_round(monkeypatch, dtype):
-    """Which way to read is fastest depends on where x sits, and one call of each is a contest
-    that noise decides: every way is timed in every round, and the one with the lowest median is
-    the floor, whichever way is slow."""
-    from attnviz.bench import floor, harness
-
-    x = bench.make_inputs((2, 64, 512), dtype)[0]
-    names = list(floor.floor_ways(x))
-    expected = (
-        floor.READ_LOOP if dtype == torch.float32 and native.available() else floor.TORCH_READ
-    )
-    assert floor.floor_runs(x) == expected and len(names) == (
-        3 if expected == floor.READ_LOOP else 2
-    )
-    # the slow way costs a second a call on the clock the timing reads (a real pause can be
-    # outrun on a busy machine)
-    late, clock = [0.0], time.perf_counter
-    monkeypatch.setattr(harness.time, "perf_counter", lambda: clock() + late[0])
-    real = floor.floor_ways
-    for slow in names:
-
-        def ways(x, slow=slow):
-            made = real(x)
-
-            def late_read(x, w, read=made[slow]):
-                late[0] += 1.0
-                return read(x, w)
-
-            return made | {slow: late_read}
-
-        monkeypatch.setattr(harness, "floor_ways", ways)
-        recs = measure((2, 64, 512), dtype=dtype, methods=["bmm"], **FAST)
-        timed = recs[0].notes["floor_ways"]
-        assert list(timed) == names  # every way, timed
-        assert timed[slow] >= 1.0  # the slow one too, in the rounds
-        assert recs[0].notes["path"] != slow and recs[0].notes["path"] in names
-        assert recs[0].median_s == min(timed.values()) < 1.0  # the floor: the fastest median
-        assert recs[0].notes["floor"] == expected
-        assert all("floor_ways" not in r.notes for r in recs[1:])  # on the floor's record only
-
-
-def test_a_method_above_the_limit_at_a_tiny_size_is_explained_not_flagged():
-    from attnviz.bench.floor import FLAG_MIN_BYTES, small_call_words
-
-    def rec(method, shape, ratio, nbytes):
-        return {"method": method, "device": "cpu", "shape": list(shape), "ratio_to_floor": ratio,
-                "bytes": nbytes}  # fmt: skip
-
-    tiny = [rec("floor", (2, 3, 5), 1.0, 120), rec("fused", (2, 3, 5), 1.3, 184)]
-    said = small_call_words(tiny + [rec("bmm", (2, 3, 5), 0.05, 184)])
-    assert said.startswith("At 2x3x5 on cpu (120 B of x) fused shows above the read limit")
-    assert "64 B more" in said and "bmm" not in said and not bench.above_floor(tiny[1])
-    both = small_call_words(tiny + [rec("auto", (2, 3, 5), 1.2, 184)])
-    assert "fused and auto show above" in both
-    big = FLAG_MIN_BYTES  # from here a method above the limit is flagged instead
-    large = [rec("floor", (1, 256, 1024), 1.0, big), rec("fused", (1, 256, 1024), 1.3, big + 5120)]
-    assert small_call_words(large) == "" and small_call_words(tiny[:1]) == ""
-    assert (
-        small_call_words([rec("floor", (2, 3, 5), 1.0, 120), rec("fused", (2, 3, 5), 0.9, 184)])
-        == ""
-    )
-
-
-def test_a_float64_record_names_the_plain_read_its_floor_ran():
-    recs = measure((4, 64, 32), dtype=torch.float64, methods=["bmm"], **FAST)
-    assert recs[0].notes["path"] in bench.floor.TORCH_READS
-    assert recs[1].notes["floor"] == recs[0].notes["floor"] == bench.floor.TORCH_READ
 
 
 def test_the_overhead_pairs_each_method_with_the_bare_op_it_runs():
