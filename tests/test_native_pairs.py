@@ -15,12 +15,12 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-@pytest.fixture
-def in_tiles(monkeypatch):
-    """Every call in tiles, as in L2 with AVX-512 (``native.mode``), whatever the host, and small
-    inputs on as many threads as asked (units of whole sentences, or of their columns: tiles
-    never cut a sentence's rows, so its sums keep their order)."""
-    monkeypatch.setattr(native, "mode", lambda *shape: native.TILES)
+@pytest.fixture(params=[native.TILES, native.PIECES], ids=["tiles", "pieces"])
+def in_tiles(request, monkeypatch):
+    """Every call in tiles (or in pieces, which sum whole sentences as tiles do where the plan
+    does not cut them), as in L2 with AVX-512 (``native.mode``), whatever the host, and small
+    inputs on as many threads as asked."""
+    monkeypatch.setattr(native, "mode", lambda *shape: request.param)
     monkeypatch.setattr(native, "MIN_NUMEL_PER_THREAD", 1)
     native._call_shape.cache_clear()  # its arrays hold the mode
     yield
@@ -42,6 +42,7 @@ def random_inputs(b, t, h, *, seed):
 @pytest.mark.parametrize("threads", [1, 2])
 def test_each_sentence_of_a_pair_has_the_bits_it_has_alone(h, t, b, threads, in_tiles):
     x, w = random_inputs(b, t, h, seed=h * 1000 + t * 10 + b + threads)
+    assert native.plan(b, t, h, threads)[2] == 1  # whole sentences: none cut into pieces
     got = native.weighted_rows(x, w, threads=threads)
     alone = [native.weighted_rows(x[s : s + 1], w[s : s + 1], threads=1) for s in range(b)]
     assert torch.equal(got, torch.cat(alone))

@@ -108,13 +108,15 @@ def small_call_words(records: Sequence, times: str = "x") -> str:
     for (device, shape), methods in above.items():
         floor = floors[(device, shape)]
         more = max(
-            r["bytes"] for r in rows if r["method"] in methods and tuple(r["shape"]) == shape
+            r["bytes"]
+            for r in rows
+            if r["method"] in methods and r["device"] == device and tuple(r["shape"]) == shape
         )
         sentences.append(
             f"At {times.join(map(str, shape))} on {device} ({format_bytes(floor['bytes'])} of x) "
             f"{' and '.join(methods)} {'shows' if len(methods) == 1 else 'show'} above the read "
-            f"limit: a call this small times its "
-            f"fixed costs (the call, the dispatch), not its reads, and a method's speed counts "
+            f"limit: a call this small times its fixed costs (the call, the dispatch), not its "
+            f"reads, and a method's speed counts "
             f"att_scores and weighted too ({format_bytes(more - floor['bytes'])} more than the "
             f"read of x alone). Below {format_bytes(FLAG_MIN_BYTES)} of x nothing is flagged."
         )

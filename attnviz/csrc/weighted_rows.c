@@ -543,9 +543,8 @@ void weighted_rows_f32(const float *x, const float *w, float *out, float *partia
         const long n_units = (b + group - 1) / group;
         FOR_UNITS(u, n_units, threads, own, {
             const long end = (u + 1) * group < b ? (u + 1) * group : b;
-            if (tiled)
-                for (long s = u * group; s < end; s++)
-                    sum_rows_tiled(x + s * t * h, w + s * t, out + s * h, t, h, h);
+            if (tiled) /* whole sentences as tiles sum them (mode 1) */
+                tiled_sentences(x, w, out, u * group, end, t, h);
             else
                 sum_sentences(x, w, out, u * group, end, t, h, 0, h, how);
         });
