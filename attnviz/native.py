@@ -270,6 +270,11 @@ def _in_llc(numel: int) -> bool:
     return numel * 4 <= _caches()[1]
 
 
+# the longest rows (numbers) that tiles sum two sentences at a time (PAIR_VECS vectors of 16 in
+# attnviz/csrc/weighted_rows.c): TILES for them in the last-level cache too (``mode``)
+SHORT_PAIR = 128
+
+
 def mode(b: int, t: int, h: int, threads: int) -> int:
     """How ``weighted_rows`` sums rows for x of (B, T, H) on ``threads``: TILES where each
     thread's share sits in its L2 and each thread can have whole tiles of columns of its own
@@ -292,11 +297,20 @@ def mode(b: int, t: int, h: int, threads: int) -> int:
     the rows of a sentence cut into pieces left stripes too short (1x250x777 on two threads: 0.67
     of the read limit, 0.90 by columns).
     Rows shorter than a tile, on the lines, are TILES where a thread sums whole sentences: each row
-    in turn as one run, the sums in registers (``short_run``; 16x128x128: 0.91, stripes 0.90)."""
+    in turn as one run, the sums in registers (``short_run``; 16x128x128: 0.91, stripes 0.90).
+    Rows of at most SHORT_PAIR numbers on the lines are TILES in the last-level cache too, where
+    a thread sums whole sentences: two at a time (``short_run_pair``), consecutive sentences read
+    as one stream, against stripes of a few KiB each (plain C, paired, best blocks: 256x128x64
+    0.93 of the read limit against 0.86-0.87, 128x256x128 0.96 against 0.90-0.92, 512x64x32
+    0.83 against 0.73-0.79; two threads 256x128x64 0.93 against 0.87, 64x512x128 0.98 against
+    0.92; from DRAM no better, 0.76-0.85 both ways)."""
     n = plan(b, t, h, threads)[0]
     tile = _tile()
-    if not tile or not _in_l2(b * t * h, n):
+    if not tile:
         return STRIPES
+    if not _in_l2(b * t * h, n):
+        short = h % 16 == 0 and h <= SHORT_PAIR and _lanes() >= 16 and _in_llc(b * t * h)
+        return TILES if short and tile_plan(b, n)[1] == 1 else STRIPES
     if _lanes() < 16:  # tiles' 8 sums in registers: 0.68-0.80 of the read limit in L2
         return STRIPES
     tiles = max(h // tile, int(h % 16 == 0))  # a short row on the lines: one run

@@ -449,6 +449,10 @@ def test_rows_are_summed_in_tiles_in_l2_and_in_stripes_beyond(monkeypatch):
     assert native.mode(1, 2**18 // tile, 2 * tile, 2) == native.TILES  # two: one a thread
     assert native.mode(1, 2**20 // half, half, 2) == native.STRIPES  # 4 MiB: past their L2
     assert native.mode(16, 128, 100, 1) == native.STRIPES  # ... off the lines
+    # short rows on the lines in the last-level cache too, two sentences at a time; not longer
+    # rows, not from DRAM
+    assert native.mode(256, 128, 64, 1) == native.mode(64, 512, 128, 2) == native.TILES
+    assert native.mode(64, 256, 256, 1) == native.mode(4096, 128, 64, 1) == native.STRIPES
     # rows off the 64-byte lines: stripes read them as whole lines, faster than tiles in L2 too
     assert native.mode(3, 61, 777, 1) == (native.STRIPES if native._realigns() else native.TILES)
     # ... and on several threads each thread's own columns, in stripes
@@ -467,6 +471,7 @@ def test_without_avx512_rows_in_l2_are_summed_in_stripes(monkeypatch):
     assert native.mode(1, 256, 1024, 2) == native.STRIPES  # one sentence on two threads ...
     assert native.plan(1, 256, 1024, 2) == (2, 1, 2)  # ... cut by its rows, not its columns
     assert native.mode(3, 61, 777, 2) == native.STRIPES
+    assert native.mode(256, 128, 64, 1) == native.STRIPES  # short rows in the last-level cache
 
 
 @needs_kernel

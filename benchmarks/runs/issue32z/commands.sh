@@ -100,3 +100,7 @@ done > $out/medians_pairs.txt
 # default_end_t{1,2}.txt: the default run at df846be
 .venv/bin/python -m attnviz.bench --device cpu > $out/default_end_t2.txt
 .venv/bin/python -m attnviz.bench --device cpu --threads 1 > $out/default_end_t1.txt
+
+# llc_tiles_plain_c.txt and llc_tiles_python.txt: short rows in the L3 as tiles (the change after
+# ad0c169) against stripes (ad0c169, in a worktree at /tmp/wt27): plain C with each tree's plan
+# (B_PLAN, run from the old tree), and through Python, the trees alternating, twice
