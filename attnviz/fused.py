@@ -201,6 +201,11 @@ def fused_reason(x: Tensor, w: Tensor) -> str:
             )
         elif bits & native.WHOLE_ROWS and x.shape[2] > native.BLOCK_H:
             reason += "; from memory it reads its long rows whole, not in blocks of columns"
+        elif bits & native.SENTENCE_STRIPES:
+            reason += (
+                "; from memory it reads its short sentences four at a time, from four places far"
+                " apart: four long streams, as the read limit reads x"
+            )
         elif block := bits >> native.BLOCK_SHIFT:
             reason += (
                 f"; it reads its long rows in even blocks of {block} columns, so that each"

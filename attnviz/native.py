@@ -108,6 +108,16 @@ BLOCK_H = 2048  # the kernel's columns of running sums at a time, but with WHOLE
 # 0.79-0.85), or, within LLC_SHARE, of 512 (H = 3584: 0.84-0.85 against 0.81-0.83; at 16 MiB
 # 0.71-0.74 against 0.76-0.77).
 BLOCK_SHIFT = 8
+# mode | SENTENCE_STRIPES: from beyond the last-level cache, short rows on the lines (at most
+# SHORT_PAIR numbers, AVX-512) in sentences of at most a quarter of STRIPED_NUMEL numbers are read
+# as four stripes of whole sentences, groups of up to STRIPED_NUMEL numbers at a time, row t of one
+# sentence of each stripe a step (``striped_sentences`` in csrc/short_rows.h): four long streams,
+# where a sentence's own four stripes are streams of a few KiB (2048x64x128, 4096x128x64 and
+# 8192x32x64 from DRAM, plain C, medians: 0.75-0.89, 0.74-0.88 and 0.43-0.49 of the read limit
+# before, 0.86-0.97, 0.96-0.99 and 0.86-0.95 so). Each sentence is summed row after row, as tiles
+# sum it: the same bits.
+SENTENCE_STRIPES = 64
+STRIPED_NUMEL = 1 << 20
 EVEN_BLOCK = 1024
 L1_SHARE = 0.75
 LLC_SHARE = 1 / 3
@@ -265,6 +275,23 @@ def stripe_bits(numel: int, cols: int) -> int:
     return 0
 
 
+def _stripes_sentences(b: int, t: int, h: int, group: int, split: int) -> bool:
+    """Whether stripes read x of (B, T, H), cut into units of ``group`` sentences (``split``
+    pieces each), as four stripes of whole sentences (see SENTENCE_STRIPES): from beyond the
+    last-level cache, rows of at most SHORT_PAIR numbers on the lines (AVX-512), sentences of at
+    most a quarter of STRIPED_NUMEL, whole sentences a unit, at least four of them (the kernel
+    checks the same, and that x starts on a line)."""
+    return (
+        not _in_llc(b * t * h)
+        and h % 16 == 0
+        and h <= SHORT_PAIR
+        and _lanes() >= 16
+        and 4 * t * h <= STRIPED_NUMEL
+        and split == 1
+        and min(group, b) >= 4
+    )
+
+
 def _in_llc(numel: int) -> bool:
     """x of numel float32 numbers fits in the last-level cache."""
     return numel * 4 <= _caches()[1]
@@ -369,6 +396,8 @@ def _call_shape(
         rows_split = split
         kind |= PREFETCH if ahead and kind == STRIPES else 0
         kind |= stripe_bits(b * t * h, h) if kind & 3 == STRIPES else 0
+        striped = kind & 3 == STRIPES and _stripes_sentences(b, t, h, group, split)
+        kind |= SENTENCE_STRIPES if striped else 0
     kind |= OWN_L2 if n > 1 and _in_l2(b * t * h, n) else 0
     return (ctypes.c_long * 7)(b, t, h, group, split, n, kind), rows_split
 

@@ -554,12 +554,14 @@ def test_the_plans_mode_bits_and_block_are_the_kernels():
     """native.py mirrors numbers the C source defines (the mode's bits, the columns of a block of
     running sums): a change on one side alone would plan for a kernel that is not there."""
     csrc = native_build.SOURCE.parent
-    text = "".join((csrc / n).read_text(encoding="utf-8") for n in ("weighted_rows.c", "threads.h"))
+    sources = ("weighted_rows.c", "threads.h", "short_rows.h")
+    text = "".join((csrc / n).read_text(encoding="utf-8") for n in sources)
     defined = {k: int(v) for k, v in re.findall(r"^#define (\w+) (\d+)\b", text, re.MULTILINE)}
-    for name in ("PREFETCH", "OWN_L2", "TWO_STRIPES", "WHOLE_ROWS", "BLOCK_H", "BLOCK_SHIFT"):
+    bit_names = ("PREFETCH", "OWN_L2", "TWO_STRIPES", "WHOLE_ROWS", "SENTENCE_STRIPES")
+    for name in (*bit_names, "BLOCK_H", "BLOCK_SHIFT", "STRIPED_NUMEL"):
         assert defined[name] == getattr(native, name), name
-    bits = (native.PREFETCH, native.OWN_L2, native.TWO_STRIPES, native.WHOLE_ROWS)
-    assert all(b & 3 == 0 for b in bits) and len({*bits}) == 4  # apart from the kind (0-3)
+    bits = [getattr(native, name) for name in bit_names]
+    assert all(b & 3 == 0 for b in bits) and len({*bits}) == len(bits)  # apart from the kind
     assert all(b & (b - 1) == 0 for b in bits)  # one bit each
     assert max(bits) < 1 << native.BLOCK_SHIFT  # below the block
     assert 0 < native.EVEN_BLOCK <= defined["DRAM_BLOCK_H"]

@@ -58,84 +58,12 @@
  * or 512 numbers, or read whole as two stripes (attnviz/native.py, stripe_bits; see sum_rows_of).
  * It changes the order of the adds too. */
 #define BLOCK_SHIFT 8
+/* shape[6] | SENTENCE_STRIPES: short rows on the lines, from beyond the last-level cache: whole
+ * sentences read as four stripes (striped_sentences; attnviz/native.py sets it, stripe_bits) */
+#define SENTENCE_STRIPES 64
 
 #include "rows_off_lines.h" /* rows off the 64-byte lines (AVX-512, GCC) */
-
-/* short_rows(..., nv): sum_rows for rows of nv * VL <= SHORT_COLUMNS numbers, the running sums
- * in registers: the same four stripes read side by side, and nothing else loaded or stored (in
- * sum_rows the sums are in memory, a load and a store of them per four rows: for rows of 128
- * numbers, 8 vectors a step, that cost 0.79-0.86 of the read limit in L2). nv is a constant in
- * each copy (short_rows_of), and every loop over it unrolled (EACH_VEC), so a[] lives in
- * registers only: left as loops, GCC 12 zeroed a[] on the stack (rep stos), stored the sums
- * there and copied them out, ~20 ns a sentence (in L2, one thread, plain C, short_run: 16x128x128
- * 0.885 of the read limit with them, 0.91 without; 64x32x128 0.76-0.78 and 0.87). */
-#define SHORT_COLUMNS (VL * TILE_VECS)
-static inline __attribute__((always_inline)) void short_rows(const float *restrict x,
-                                                            const float *restrict w,
-                                                            float *restrict s, long rows, long h,
-                                                            const int nv) {
-    const long st = rows / 4, d = st * h;
-    vecf a[TILE_VECS];
-    EACH_VEC(k, nv) a[k] = (vecf){0};
-    for (long i = 0; i < st; i++) {
-        const float *r0 = x + i * h, *r1 = r0 + d, *r2 = r1 + d, *r3 = r2 + d;
-        const float w0 = w[i], w1 = w[i + st], w2 = w[i + 2 * st], w3 = w[i + 3 * st];
-        EACH_VEC(k, nv)
-            a[k] += (w0 * *(const vecfu *)(r0 + VL * k) + w1 * *(const vecfu *)(r1 + VL * k)) +
-                    (w2 * *(const vecfu *)(r2 + VL * k) + w3 * *(const vecfu *)(r3 + VL * k));
-    }
-    for (long t = 4 * st; t < rows; t++) {
-        const float *r = x + t * h;
-        EACH_VEC(k, nv) a[k] += w[t] * *(const vecfu *)(r + VL * k);
-    }
-    EACH_VEC(k, nv) *(vecfu *)(s + VL * k) = a[k];
-}
-
-/* short_run(..., nv): the same rows one after another, one add of each row into each sum: in
- * L2 (mode 1, tiles; and a tile's last columns) x is then read as one stream, and nothing waits
- * on more than one add per row. 16x128x128 in L2, one thread, plain C, in the same processes:
- * 0.91 of the read limit, short_rows 0.90 (4x64x384: 0.91, the stripes 0.86); from beyond L2
- * the four stripes keep memory busier. */
-static inline __attribute__((always_inline)) void short_run(const float *restrict x,
-                                                           const float *restrict w,
-                                                           float *restrict s, long rows, long h,
-                                                           const int nv) {
-    vecf a[TILE_VECS];
-    EACH_VEC(k, nv) a[k] = (vecf){0};
-    for (long t = 0; t < rows; t++) {
-        const float *r = x + t * h, u = w[t];
-        EACH_VEC(k, nv) a[k] += u * *(const vecfu *)(r + VL * k);
-    }
-    EACH_VEC(k, nv) *(vecfu *)(s + VL * k) = a[k];
-}
-
-/* short_run_pair(..., nv): short_run on two neighbouring sentences at once (x and the next
- * rows * h numbers), row t of each in the same step: two independent chains of adds and one loop
- * for both, where a sentence alone is a loop of its own and a chain that waits on each row's add.
- * Each sentence's sums are added in the same order as short_run's, so they are the same to the
- * bit. Up to PAIR_VECS vectors a row: twice as many running sums, half the registers (AVX-512:
- * 16 of 32; tiles, and so this, run only there: attnviz/native.py). In L2, one thread, plain C,
- * medians of 400 paired blocks (benchmarks/RESULTS.md, twentieth round): 8x32x64 0.84-0.88 of
- * the read limit one sentence at a time, 0.92-0.93 two at a time (1x256x64, the same bytes as
- * one sentence: 0.93); 8x64x128 0.91-0.92 and 0.96-0.97; 64x16x64 0.72-0.82 and 0.90-0.91;
- * 4x16x32, 8 KiB, 0.45 and 0.66-0.69. Four at a time (H <= 64) was no better (64x16x64
- * 0.83-0.91). */
-#define PAIR_VECS (TILE_VECS / 2)
-static inline __attribute__((always_inline)) void short_run_pair(const float *restrict x,
-                                                                const float *restrict w,
-                                                                float *restrict s, long rows,
-                                                                long h, const int nv) {
-    const float *restrict y = x + rows * h; /* the next sentence; its sums at s + h */
-    vecf a[PAIR_VECS], c[PAIR_VECS];
-    EACH_VEC(k, nv) a[k] = c[k] = (vecf){0};
-    for (long t = 0; t < rows; t++) {
-        const float *r = x + t * h, *q = y + t * h, u = w[t], v = w[rows + t];
-        EACH_VEC(k, nv) a[k] += u * *(const vecfu *)(r + VL * k);
-        EACH_VEC(k, nv) c[k] += v * *(const vecfu *)(q + VL * k);
-    }
-    EACH_VEC(k, nv) *(vecfu *)(s + VL * k) = a[k];
-    EACH_VEC(k, nv) *(vecfu *)(s + h + VL * k) = c[k];
-}
+#include "short_rows.h"     /* short rows on the lines, their sums in registers */
 
 /* whole sentences s0 .. s1-1 (rows rows each, of h numbers) in tiles (mode 1): two at a time
  * (short_run_pair) where their rows are whole lines of at most PAIR_VECS vectors, else one at a
@@ -160,27 +88,6 @@ static void tiled_sentences(const float *x, const float *w, float *out, long s0,
             }
         }
     for (; s < s1; s++) sum_rows_tiled(x + s * rows * h, w + s * rows, out + s * h, rows, h, h);
-}
-
-/* short_rows (one_run = 0) or short_run (1), one copy per number of vectors */
-static void short_rows_of(const float *restrict x, const float *restrict w, float *restrict s,
-                          long rows, long h, long cols, int one_run) {
-    switch (cols / VL) {
-#define SHORT_CASE(n)                                                                              \
-    case n:                                                                                        \
-        if (one_run)                                                                               \
-            short_run(x, w, s, rows, h, n);                                                        \
-        else                                                                                       \
-            short_rows(x, w, s, rows, h, n);                                                       \
-        break;
-        SHORT_CASE(1) SHORT_CASE(2) SHORT_CASE(3) SHORT_CASE(4) SHORT_CASE(5) SHORT_CASE(6)
-        SHORT_CASE(7) SHORT_CASE(8)
-#if TILE_VECS > 8
-        SHORT_CASE(9) SHORT_CASE(10)
-        SHORT_CASE(11) SHORT_CASE(12) SHORT_CASE(13) SHORT_CASE(14) SHORT_CASE(15) SHORT_CASE(16)
-#endif
-#undef SHORT_CASE
-    }
 }
 
 /* Where the running sums are kept for a block of rows on the lines (sum_rows_of): at acc (the
@@ -440,6 +347,11 @@ static void sum_sentences(const float *x, const float *w, float *out, long s0, l
         return;
     }
 #endif
+    if ((how & SENTENCE_STRIPES) && c0 == 0 && c1 == h &&
+        stripes_sentences(x + s0 * t * h, t, h)) {
+        striped_sentences(x + s0 * t * h, w + s0 * t, out + s0 * h, s1 - s0, t, h);
+        return;
+    }
     for (long s = s0; s < s1; s++)
         sum_rows(x + s * t * h + c0, w + s * t, out + s * h + c0, t, h, c1 - c0, how);
 }

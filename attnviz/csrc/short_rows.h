@@ -1,0 +1,189 @@
+/* Short rows on the 64-byte lines (whole vectors, at most SHORT_COLUMNS numbers), their running
+ * sums in registers: short_rows (four stripes of a sentence's rows), short_run (one row after
+ * another), short_run_pair (two sentences at once), and striped_sentences (from beyond the
+ * last-level cache, four stripes of whole sentences).
+ * Part of the fused kernel, included by weighted_rows.c after what it uses: vectors.h and
+ * EACH_VEC (a header of it, not a library of its own, so that every loop here is inlined into
+ * the kernel's). */
+#ifndef ATTNVIZ_SHORT_ROWS_H
+#define ATTNVIZ_SHORT_ROWS_H
+
+#include "vectors.h"
+
+/* short_rows(..., nv): sum_rows for rows of nv * VL <= SHORT_COLUMNS numbers, the running sums
+ * in registers: the same four stripes read side by side, and nothing else loaded or stored (in
+ * sum_rows the sums are in memory, a load and a store of them per four rows: for rows of 128
+ * numbers, 8 vectors a step, that cost 0.79-0.86 of the read limit in L2). nv is a constant in
+ * each copy (short_rows_of), and every loop over it unrolled (EACH_VEC), so a[] lives in
+ * registers only: left as loops, GCC 12 zeroed a[] on the stack (rep stos), stored the sums
+ * there and copied them out, ~20 ns a sentence (in L2, one thread, plain C, short_run: 16x128x128
+ * 0.885 of the read limit with them, 0.91 without; 64x32x128 0.76-0.78 and 0.87). */
+#define SHORT_COLUMNS (VL * TILE_VECS)
+static inline __attribute__((always_inline)) void short_rows(const float *restrict x,
+                                                            const float *restrict w,
+                                                            float *restrict s, long rows, long h,
+                                                            const int nv) {
+    const long st = rows / 4, d = st * h;
+    vecf a[TILE_VECS];
+    EACH_VEC(k, nv) a[k] = (vecf){0};
+    for (long i = 0; i < st; i++) {
+        const float *r0 = x + i * h, *r1 = r0 + d, *r2 = r1 + d, *r3 = r2 + d;
+        const float w0 = w[i], w1 = w[i + st], w2 = w[i + 2 * st], w3 = w[i + 3 * st];
+        EACH_VEC(k, nv)
+            a[k] += (w0 * *(const vecfu *)(r0 + VL * k) + w1 * *(const vecfu *)(r1 + VL * k)) +
+                    (w2 * *(const vecfu *)(r2 + VL * k) + w3 * *(const vecfu *)(r3 + VL * k));
+    }
+    for (long t = 4 * st; t < rows; t++) {
+        const float *r = x + t * h;
+        EACH_VEC(k, nv) a[k] += w[t] * *(const vecfu *)(r + VL * k);
+    }
+    EACH_VEC(k, nv) *(vecfu *)(s + VL * k) = a[k];
+}
+
+/* short_run(..., nv): the same rows one after another, one add of each row into each sum: in
+ * L2 (mode 1, tiles; and a tile's last columns) x is then read as one stream, and nothing waits
+ * on more than one add per row. 16x128x128 in L2, one thread, plain C, in the same processes:
+ * 0.91 of the read limit, short_rows 0.90 (4x64x384: 0.91, the stripes 0.86); from beyond L2
+ * the four stripes keep memory busier. */
+static inline __attribute__((always_inline)) void short_run(const float *restrict x,
+                                                           const float *restrict w,
+                                                           float *restrict s, long rows, long h,
+                                                           const int nv) {
+    vecf a[TILE_VECS];
+    EACH_VEC(k, nv) a[k] = (vecf){0};
+    for (long t = 0; t < rows; t++) {
+        const float *r = x + t * h, u = w[t];
+        EACH_VEC(k, nv) a[k] += u * *(const vecfu *)(r + VL * k);
+    }
+    EACH_VEC(k, nv) *(vecfu *)(s + VL * k) = a[k];
+}
+
+/* short_run_pair(..., nv): short_run on two neighbouring sentences at once (x and the next
+ * rows * h numbers), row t of each in the same step: two independent chains of adds and one loop
+ * for both, where a sentence alone is a loop of its own and a chain that waits on each row's add.
+ * Each sentence's sums are added in the same order as short_run's, so they are the same to the
+ * bit. Up to PAIR_VECS vectors a row: twice as many running sums, half the registers (AVX-512:
+ * 16 of 32; tiles, and so this, run only there: attnviz/native.py). In L2, one thread, plain C,
+ * medians of 400 paired blocks (benchmarks/RESULTS.md, twentieth round): 8x32x64 0.84-0.88 of
+ * the read limit one sentence at a time, 0.92-0.93 two at a time (1x256x64, the same bytes as
+ * one sentence: 0.93); 8x64x128 0.91-0.92 and 0.96-0.97; 64x16x64 0.72-0.82 and 0.90-0.91;
+ * 4x16x32, 8 KiB, 0.45 and 0.66-0.69. Four at a time (H <= 64) was no better (64x16x64
+ * 0.83-0.91). */
+#define PAIR_VECS (TILE_VECS / 2)
+static inline __attribute__((always_inline)) void short_run_pair(const float *restrict x,
+                                                                const float *restrict w,
+                                                                float *restrict s, long rows,
+                                                                long h, const int nv) {
+    const float *restrict y = x + rows * h; /* the next sentence; its sums at s + h */
+    vecf a[PAIR_VECS], c[PAIR_VECS];
+    EACH_VEC(k, nv) a[k] = c[k] = (vecf){0};
+    for (long t = 0; t < rows; t++) {
+        const float *r = x + t * h, *q = y + t * h, u = w[t], v = w[rows + t];
+        EACH_VEC(k, nv) a[k] += u * *(const vecfu *)(r + VL * k);
+        EACH_VEC(k, nv) c[k] += v * *(const vecfu *)(q + VL * k);
+    }
+    EACH_VEC(k, nv) *(vecfu *)(s + VL * k) = a[k];
+    EACH_VEC(k, nv) *(vecfu *)(s + h + VL * k) = c[k];
+}
+
+/* short_rows (one_run = 0) or short_run (1), one copy per number of vectors */
+static void short_rows_of(const float *restrict x, const float *restrict w, float *restrict s,
+                          long rows, long h, long cols, int one_run) {
+    switch (cols / VL) {
+#define SHORT_CASE(n)                                                                              \
+    case n:                                                                                        \
+        if (one_run)                                                                               \
+            short_run(x, w, s, rows, h, n);                                                        \
+        else                                                                                       \
+            short_rows(x, w, s, rows, h, n);                                                       \
+        break;
+        SHORT_CASE(1) SHORT_CASE(2) SHORT_CASE(3) SHORT_CASE(4) SHORT_CASE(5) SHORT_CASE(6)
+        SHORT_CASE(7) SHORT_CASE(8)
+#if TILE_VECS > 8
+        SHORT_CASE(9) SHORT_CASE(10)
+        SHORT_CASE(11) SHORT_CASE(12) SHORT_CASE(13) SHORT_CASE(14) SHORT_CASE(15) SHORT_CASE(16)
+#endif
+#undef SHORT_CASE
+    }
+}
+
+/* Short rows from beyond the last-level cache (mode 0 with SENTENCE_STRIPES, sum_sentences):
+ * whole sentences as four stripes. short_rows reads a sentence's rows as four stripes, each a
+ * quarter of a sentence long: a sentence of 64 rows of 128 numbers is four streams of 8 KiB that
+ * end where the next sentence's start, which memory serves at 0.72-0.86 of the read limit (a plain
+ * read cut the same way, four streams a sentence, as slow: 0.74-0.88), as it serves one stream
+ * (tiles: 0.73-0.84). Here a group of sentences is cut into four stripes of whole sentences, and
+ * each step reads row t of one sentence of every stripe: four streams each as long as a quarter
+ * of the group, as the read limit reads x. Each sentence is summed one row after another into
+ * sums of its own, so it gets the bits short_run gives it, whatever its group.
+ * STRIPED_NUMEL numbers a group at most (x's first sentences first): the read limit's unit from
+ * DRAM (attnviz/native_read.py), whose streams a few MiB apart read faster than a quarter of x
+ * apart. Where a sentence is longer than a quarter of that, short_rows' stripes are as long. */
+#define STRIPED_NUMEL 1048576 /* 4 MiB of floats */
+/* vectors a row at most: the four sentences' sums in registers (4 * QUAD_VECS of them; with
+ * AVX-512's 32 registers, 8 a row ran faster than sums kept in memory: 2048x64x128 from DRAM, one
+ * thread, 0.89-0.92 of the read limit against 0.81-0.85; two threads, 0.87-0.88 and 0.75-0.79) */
+#if VL == 16
+#define QUAD_VECS 8
+#else
+#define QUAD_VECS 2
+#endif
+
+#define EACH_STRIPE(k) _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
+
+/* quad_run(..., nv): row t of sentences 0, q, 2q and 3q (from x; q sentences of `rows` rows of h
+ * numbers apart) in each step, each into nv running sums in registers */
+static inline __attribute__((always_inline)) void quad_run(const float *restrict x,
+                                                          const float *restrict w,
+                                                          float *restrict s, long q, long rows,
+                                                          long h, const int nv) {
+    const long dx = q * rows * h, dw = q * rows; /* from one stripe to the next */
+    vecf a[4][QUAD_VECS];
+    EACH_STRIPE(k) EACH_VEC(v, nv) a[k][v] = (vecf){0};
+    for (long t = 0; t < rows; t++) {
+        const float *r = x + t * h;
+        EACH_STRIPE(k) {
+            const float u = w[k * dw + t];
+            EACH_VEC(v, nv) a[k][v] += u * *(const vecfu *)(r + k * dx + VL * v);
+        }
+    }
+    EACH_STRIPE(k) EACH_VEC(v, nv) *(vecfu *)(s + k * q * h + VL * v) = a[k][v];
+}
+
+/* whether sentences of `rows` rows of h numbers from x are summed by striped_sentences: rows of
+ * whole vectors on the lines, at most QUAD_VECS of them, sentences of at most a quarter of
+ * STRIPED_NUMEL (a unit of fewer than four, the plan's last, is summed there too: one sentence
+ * after another, with the same bits as the rest) */
+static inline int stripes_sentences(const float *x, long rows, long h) {
+    return h % 16 == 0 && h % VL == 0 && h <= QUAD_VECS * VL && ((uintptr_t)x & 63) == 0 &&
+           4 * rows * h <= STRIPED_NUMEL;
+}
+
+/* out[s, :] for `count` whole sentences from x, in groups of four stripes (see STRIPED_NUMEL); the
+ * sentences past a group's four equal stripes one at a time (short_run), with the same bits */
+static void striped_sentences(const float *x, const float *w, float *out, long count, long rows,
+                              long h) {
+    const long per = rows * h, group = STRIPED_NUMEL / per / 4 * 4; /* sentences a group */
+    for (long g0 = 0; g0 < count; g0 += group) {
+        const long n = count - g0 < group ? count - g0 : group, q = n / 4;
+        const float *xg = x + g0 * per, *wg = w + g0 * rows;
+        float *og = out + g0 * h;
+        for (long j = 0; j < q; j++) {
+            const float *xs = xg + j * per, *ws = wg + j * rows;
+            float *os = og + j * h;
+            switch (h / VL) {
+#define QUAD_CASE(nv)                                                                              \
+    case nv: quad_run(xs, ws, os, q, rows, h, nv); break;
+                QUAD_CASE(1) QUAD_CASE(2)
+#if QUAD_VECS > 2
+                QUAD_CASE(3) QUAD_CASE(4) QUAD_CASE(5) QUAD_CASE(6) QUAD_CASE(7) QUAD_CASE(8)
+#endif
+#undef QUAD_CASE
+            }
+        }
+        for (long s = 4 * q; s < n; s++)
+            short_rows_of(xg + s * per, wg + s * rows, og + s * h, rows, h, h, 1);
+    }
+}
+
+#endif

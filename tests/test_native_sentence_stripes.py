@@ -1,0 +1,146 @@
+"""Short rows from beyond the last-level cache, read as four stripes of whole sentences
+(``striped_sentences`` in attnviz/csrc/short_rows.h, mode bit SENTENCE_STRIPES): the plan sets the
+bit where it applies, and each sentence gets the bits it gets in L2 (one row after another, as
+tiles sum it) and the float64 reference's sums, in groups of four stripes and the sentences left
+over, on one thread or two. x is small here: where it sits is what the plan is told."""
+
+import pytest
+import torch
+from torch.testing import assert_close
+
+import attnviz
+from attnviz import native
+
+pytestmark = pytest.mark.skipif(
+    not native.available(), reason=f"no C kernel here: {native.build().detail}"
+)
+# the bit is planned with AVX-512 only (a sentence's sums in registers: 32 of them)
+needs_avx512 = pytest.mark.skipif(
+    native.available() and native._lanes() < 16, reason="sentence stripes are planned on AVX-512"
+)
+
+
+def random_inputs(b, t, h, *, seed):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(b, t, h, generator=g, dtype=torch.float64)
+    w = torch.rand(b, t, generator=g, dtype=torch.float64)
+    return x.float(), w.float()
+
+
+@pytest.fixture
+def plan_as():
+    """plan_as(where)(x, w, threads): the kernel's sums, its mode and its units' sentences, with
+    the plan told that x comes from memory ("dram") or sits in L2 ("l2"), however small it is, on
+    as many threads as asked."""
+    patch = pytest.MonkeyPatch()
+
+    def run(where):
+        def call(x, w, threads):
+            patch.setattr(native, "_in_llc", lambda numel: where != "dram")
+            patch.setattr(native, "_in_l2", lambda numel, threads: where == "l2")
+            patch.setattr(native, "MIN_NUMEL_PER_THREAD", 1)
+            native._plan.cache_clear()
+            native._call_shape.cache_clear()  # their answers hold where x sits
+            try:
+                b, t, h = x.shape
+                shape = native.call_plan(b, t, h, threads)[0]
+                return native.weighted_rows(x, w, threads=threads), shape[6], shape[3]
+            finally:
+                patch.undo()
+                native._plan.cache_clear()
+                native._call_shape.cache_clear()
+
+        return call
+
+    yield run
+    patch.undo()
+
+
+@needs_avx512
+@pytest.mark.parametrize("h", [16, 32, 48, 64, 112, 128])  # one vector to eight, on the lines
+@pytest.mark.parametrize("t", [1, 3, 16, 37])
+# four stripes and one to three left over; on two threads units of 4 (37: the last of 1), 5, 8
+@pytest.mark.parametrize("b", [4, 5, 7, 9, 37, 47, 64])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_each_sentence_has_the_bits_it_has_in_l2(h, t, b, threads, plan_as):
+    x, w = random_inputs(b, t, h, seed=h * 1000 + t * 10 + b + threads)
+    got, bits, group = plan_as("dram")(x, w, threads)
+    in_l2, tiled, _ = plan_as("l2")(x, w, 1)
+    assert tiled & 3 == native.TILES  # one row after another
+    assert bits & 3 == native.STRIPES
+    striped = bool(bits & native.SENTENCE_STRIPES)
+    assert striped == (group >= 4)  # units of four whole sentences at least (the last: fewer)
+    if striped:  # else each sentence's own four stripes, their sums added in another order
+        assert torch.equal(got, in_l2)
+    assert_close(got, attnviz.reference(x, w).float(), rtol=1e-5, atol=1e-4)
+
+
+@needs_avx512
+@pytest.mark.parametrize(
+    "b, t, h",
+    [(130, 64, 128), (2050, 32, 16), (1027, 16, 64)],  # a group of STRIPED_NUMEL, then 2, 2, 3 left
+)
+@pytest.mark.parametrize("threads", [1, 2])
+def test_groups_of_stripes_and_the_sentences_past_them(b, t, h, threads, plan_as):
+    group = native.STRIPED_NUMEL // (t * h) // 4 * 4  # sentences a group of four stripes
+    assert group < b and group % 4 == 0
+    x, w = random_inputs(b, t, h, seed=b + t + h + threads)
+    got, bits, _ = plan_as("dram")(x, w, threads)
+    assert bits & native.SENTENCE_STRIPES
+    assert torch.equal(got, plan_as("l2")(x, w, 1)[0])
+    assert_close(got, attnviz.reference(x, w).float(), rtol=1e-5, atol=1e-4)
+
+
+@needs_avx512
+def test_a_nan_stays_in_its_own_sentence(plan_as):
+    x, w = random_inputs(12, 8, 64, seed=3)  # stripes of three sentences: 0-2, 3-5, 6-8, 9-11
+    x[4, 5, 10] = float("nan")  # read in the same steps as sentences 1, 7 and 10
+    x[9, 0, 63] = float("inf")
+    got, bits, _ = plan_as("dram")(x, w, 1)
+    assert bits & native.SENTENCE_STRIPES
+    assert got[4, 10].isnan() and got[4].isnan().sum() == 1
+    assert got[9, 63].isinf() and got[9].isinf().sum() == 1
+    others = [s for s in range(12) if s not in (4, 9)]
+    assert torch.isfinite(got[others]).all()
+
+
+@pytest.mark.parametrize(
+    "b, t, h, why",
+    [
+        (16, 32, 144, "rows longer than SHORT_PAIR"),
+        (16, 32, 100, "rows off the lines"),
+        (3, 64, 64, "fewer than four sentences"),
+        (4, 1024, 256, "rows longer than SHORT_PAIR"),
+        (4, 8192, 64, "sentences longer than a quarter of STRIPED_NUMEL"),
+    ],
+)
+def test_other_rows_from_memory_are_summed_as_before(b, t, h, why, plan_as):
+    x, w = random_inputs(b, t, h, seed=t + h)
+    got, bits, _ = plan_as("dram")(x, w, 1)
+    assert not bits & native.SENTENCE_STRIPES, why
+    assert_close(got, attnviz.reference(x, w).float(), rtol=1e-5, atol=1e-4)
+
+
+def test_the_plan_sets_the_bit_from_memory_only(monkeypatch):
+    """With a 1 MiB L2 and a 32 MiB last-level cache: from memory (64-256 MiB) for short rows on
+    the lines, on one thread and two; not in the cache, where short rows go to tiles."""
+    monkeypatch.setattr(native, "_caches", lambda: (2**20, 32 * 2**20))
+    native._plan.cache_clear()
+    native._call_shape.cache_clear()
+
+    def striped(b, t, h, threads):
+        return bool(
+            native._call_shape(b, t, h, threads, *native._limits())[0][6] & native.SENTENCE_STRIPES
+        )
+
+    try:
+        avx512 = native._lanes() >= 16
+        for threads in (1, 2):
+            assert striped(2048, 64, 128, threads) == avx512  # 64 MiB
+            assert striped(8192, 32, 64, threads) == avx512
+            assert not striped(512, 64, 32, threads)  # 4 MiB, in the cache
+            assert not striped(1024, 64, 256, threads)  # longer rows
+            assert not striped(2048, 64, 100, threads)  # off the lines
+    finally:
+        native._plan.cache_clear()
+        native._call_shape.cache_clear()
