@@ -108,14 +108,15 @@ BLOCK_H = 2048  # the kernel's columns of running sums at a time, but with WHOLE
 # 0.79-0.85), or, within LLC_SHARE, of 512 (H = 3584: 0.84-0.85 against 0.81-0.83; at 16 MiB
 # 0.71-0.74 against 0.76-0.77).
 BLOCK_SHIFT = 8
-# mode | SENTENCE_STRIPES: from beyond the last-level cache, short rows on the lines (at most
-# SHORT_PAIR numbers, AVX-512) in sentences of at most a quarter of STRIPED_NUMEL numbers are read
-# as four stripes of whole sentences, groups of up to STRIPED_NUMEL numbers at a time, row t of one
+# mode | SENTENCE_STRIPES: from beyond the last-level cache, short rows (at most SHORT_PAIR
+# numbers, AVX-512) in sentences of at most a quarter of STRIPED_NUMEL numbers are read as four
+# stripes of whole sentences, groups of up to STRIPED_NUMEL numbers at a time, row t of one
 # sentence of each stripe a step (``striped_sentences`` in csrc/short_rows.h): four long streams,
-# where a sentence's own four stripes are streams of a few KiB (2048x64x128, 4096x128x64 and
-# 8192x32x64 from DRAM, plain C, medians: 0.75-0.89, 0.74-0.88 and 0.43-0.49 of the read limit
-# before, 0.86-0.97, 0.96-0.99 and 0.86-0.95 so). Each sentence is summed row after row, as tiles
-# sum it: the same bits.
+# where a sentence's own four stripes are streams of a few KiB (from DRAM, plain C, medians, one
+# thread: 2048x64x128, 4096x128x64 and 8192x32x64 0.75-0.89, 0.74-0.88 and 0.43-0.49 of the read
+# limit before, 0.86-0.97, 0.96-0.99 and 0.86-0.95 so; rows off the lines, 16384x32x61,
+# 32768x32x24 and 2048x64x100: 0.46, 0.34 and 0.66, so 0.93, 0.95 and 0.99). Each sentence is
+# summed row after row into sums of its own: on the lines the bits tiles give it.
 SENTENCE_STRIPES = 64
 STRIPED_NUMEL = 1 << 20
 EVEN_BLOCK = 1024
@@ -278,12 +279,12 @@ def stripe_bits(numel: int, cols: int) -> int:
 def _stripes_sentences(b: int, t: int, h: int, group: int, split: int) -> bool:
     """Whether stripes read x of (B, T, H), cut into units of ``group`` sentences (``split``
     pieces each), as four stripes of whole sentences (see SENTENCE_STRIPES): from beyond the
-    last-level cache, rows of at most SHORT_PAIR numbers on the lines (AVX-512), sentences of at
-    most a quarter of STRIPED_NUMEL, whole sentences a unit, at least four of them (the kernel
-    checks the same, and that x starts on a line)."""
+    last-level cache, rows of at most SHORT_PAIR numbers (AVX-512; off the 64-byte lines too where
+    the kernel reads them by straddling loads: ``_realigns``), sentences of at most a quarter of
+    STRIPED_NUMEL, whole sentences a unit, at least four of them (the kernel checks the same)."""
     return (
         not _in_llc(b * t * h)
-        and h % 16 == 0
+        and (h % 16 == 0 or _realigns())
         and h <= SHORT_PAIR
         and _lanes() >= 16
         and 4 * t * h <= STRIPED_NUMEL
@@ -415,7 +416,9 @@ def may_ask_ahead(b: int, t: int, h: int, threads: int) -> bool:
     whole_pairs = lanes and h % (2 * lanes) == 0 and h > _tile()
     if not (whole_pairs or (h % 16 and _realigns())):
         return False
-    n = plan(b, t, h, threads)[0]
+    n, group, split = plan(b, t, h, threads)
+    if _stripes_sentences(b, t, h, group, split):  # whole sentences as stripes: they never ask
+        return False
     return mode(b, t, h, threads) == STRIPES and not _in_l2(b * t * h, n)
 
 

@@ -1,8 +1,9 @@
 """Short rows from beyond the last-level cache, read as four stripes of whole sentences
 (``striped_sentences`` in attnviz/csrc/short_rows.h, mode bit SENTENCE_STRIPES): the plan sets the
-bit where it applies, and each sentence gets the bits it gets in L2 (one row after another, as
-tiles sum it) and the float64 reference's sums, in groups of four stripes and the sentences left
-over, on one thread or two. x is small here: where it sits is what the plan is told."""
+bit where it applies, and each sentence gets the bits it gets in L2 (on the lines: one row after
+another, as tiles sum it; off them the same bits wherever it sits) and the float64 reference's
+sums, in groups of four stripes and the sentences left over, on one thread or two. x is small
+here: where it sits is what the plan is told."""
 
 import pytest
 import torch
@@ -75,6 +76,25 @@ def test_each_sentence_has_the_bits_it_has_in_l2(h, t, b, threads, plan_as):
     assert_close(got, attnviz.reference(x, w).float(), rtol=1e-5, atol=1e-4)
 
 
+@pytest.mark.skipif(
+    native.available() and not native._realigns(), reason="rows off the lines: AVX-512, GCC"
+)
+@pytest.mark.parametrize("h", [5, 17, 24, 45, 61, 100, 127])  # one vector to eight, the last part
+@pytest.mark.parametrize("t", [1, 3, 16, 33])  # T * H odd: each sentence at its own place on a line
+@pytest.mark.parametrize("b", [4, 7, 37])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_rows_off_the_lines_give_each_sentence_the_same_bits_wherever_it_sits(
+    h, t, b, threads, plan_as
+):
+    x, w = random_inputs(b, t, h, seed=h * 1000 + t * 10 + b + threads)
+    got, bits, group = plan_as("dram")(x, w, threads)
+    assert bool(bits & native.SENTENCE_STRIPES) == (group >= 4)
+    moved, _, _ = plan_as("dram")(x.roll(1, 0).contiguous(), w.roll(1, 0).contiguous(), threads)
+    if group >= 4:  # another stripe, another place on the lines: the same sums
+        assert torch.equal(moved, got.roll(1, 0))
+    assert_close(got, attnviz.reference(x, w).float(), rtol=1e-5, atol=1e-4)
+
+
 @needs_avx512
 @pytest.mark.parametrize(
     "b, t, h",
@@ -108,7 +128,7 @@ def test_a_nan_stays_in_its_own_sentence(plan_as):
     "b, t, h, why",
     [
         (16, 32, 144, "rows longer than SHORT_PAIR"),
-        (16, 32, 100, "rows off the lines"),
+        (16, 32, 130, "rows off the lines longer than SHORT_PAIR"),
         (3, 64, 64, "fewer than four sentences"),
         (4, 1024, 256, "rows longer than SHORT_PAIR"),
         (4, 8192, 64, "sentences longer than a quarter of STRIPED_NUMEL"),
@@ -140,7 +160,7 @@ def test_the_plan_sets_the_bit_from_memory_only(monkeypatch):
             assert striped(8192, 32, 64, threads) == avx512
             assert not striped(512, 64, 32, threads)  # 4 MiB, in the cache
             assert not striped(1024, 64, 256, threads)  # longer rows
-            assert not striped(2048, 64, 100, threads)  # off the lines
+            assert striped(2048, 64, 100, threads) == native._realigns()  # off the lines
     finally:
         native._plan.cache_clear()
         native._call_shape.cache_clear()

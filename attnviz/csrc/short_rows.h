@@ -1,10 +1,10 @@
-/* Short rows on the 64-byte lines (whole vectors, at most SHORT_COLUMNS numbers), their running
- * sums in registers: short_rows (four stripes of a sentence's rows), short_run (one row after
- * another), short_run_pair (two sentences at once), and striped_sentences (from beyond the
- * last-level cache, four stripes of whole sentences).
- * Part of the fused kernel, included by weighted_rows.c after what it uses: vectors.h and
- * EACH_VEC (a header of it, not a library of its own, so that every loop here is inlined into
- * the kernel's). */
+/* Short rows, their running sums in registers: on the 64-byte lines (whole vectors, at most
+ * SHORT_COLUMNS numbers) short_rows (four stripes of a sentence's rows), short_run (one row after
+ * another), short_run_pair (two sentences at once); and from beyond the last-level cache
+ * striped_sentences (four stripes of whole sentences, rows off the lines too).
+ * Part of the fused kernel, included by weighted_rows.c after what it uses: vectors.h, EACH_VEC
+ * and rows_off_lines.h (a header of it, not a library of its own, so that every loop here is
+ * inlined into the kernel's). */
 #ifndef ATTNVIZ_SHORT_ROWS_H
 #define ATTNVIZ_SHORT_ROWS_H
 
@@ -115,7 +115,10 @@ static void short_rows_of(const float *restrict x, const float *restrict w, floa
  * (tiles: 0.73-0.84). Here a group of sentences is cut into four stripes of whole sentences, and
  * each step reads row t of one sentence of every stripe: four streams each as long as a quarter
  * of the group, as the read limit reads x. Each sentence is summed one row after another into
- * sums of its own, so it gets the bits short_run gives it, whatever its group.
+ * sums of its own, so it gets the same bits whatever its group (on the lines, those short_run
+ * gives it). Rows off the lines too (AVX-512, GCC: quad_straddled), where each sentence's own
+ * stripes, a few rows each, had been slower still (16384x32x61 from DRAM: 0.46 of the read
+ * limit, as stripes of sentences 0.93; 32768x32x24 0.34 and 0.95).
  * STRIPED_NUMEL numbers a group at most (x's first sentences first): the read limit's unit from
  * DRAM (attnviz/native_read.py), whose streams a few MiB apart read faster than a quarter of x
  * apart. Where a sentence is longer than a quarter of that, short_rows' stripes are as long. */
@@ -131,58 +134,127 @@ static void short_rows_of(const float *restrict x, const float *restrict w, floa
 
 #define EACH_STRIPE(k) _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
 
-/* quad_run(..., nv): row t of sentences 0, q, 2q and 3q (from x; q sentences of `rows` rows of h
- * numbers apart) in each step, each into nv running sums in registers */
+/* quad_run(..., nv, k_st): row t of sentences 0, q, 2q and 3q (from x; q sentences of `rows` rows
+ * of h numbers apart; k_st of them: four, or one for the sentences left over) in each step, each
+ * into nv running sums in registers. Rows on the lines: whole vectors. */
 static inline __attribute__((always_inline)) void quad_run(const float *restrict x,
                                                           const float *restrict w,
                                                           float *restrict s, long q, long rows,
-                                                          long h, const int nv) {
+                                                          long h, const int nv, const int k_st) {
     const long dx = q * rows * h, dw = q * rows; /* from one stripe to the next */
     vecf a[4][QUAD_VECS];
-    EACH_STRIPE(k) EACH_VEC(v, nv) a[k][v] = (vecf){0};
+    EACH_STRIPE(k) if (k < k_st) EACH_VEC(v, nv) a[k][v] = (vecf){0};
     for (long t = 0; t < rows; t++) {
         const float *r = x + t * h;
         EACH_STRIPE(k) {
-            const float u = w[k * dw + t];
-            EACH_VEC(v, nv) a[k][v] += u * *(const vecfu *)(r + k * dx + VL * v);
+            if (k < k_st) {
+                const float u = w[k * dw + t];
+                EACH_VEC(v, nv) a[k][v] += u * *(const vecfu *)(r + k * dx + VL * v);
+            }
         }
     }
-    EACH_STRIPE(k) EACH_VEC(v, nv) *(vecfu *)(s + k * q * h + VL * v) = a[k][v];
+    EACH_STRIPE(k) if (k < k_st) EACH_VEC(v, nv) *(vecfu *)(s + k * q * h + VL * v) = a[k][v];
 }
 
-/* whether sentences of `rows` rows of h numbers from x are summed by striped_sentences: rows of
- * whole vectors on the lines, at most QUAD_VECS of them, sentences of at most a quarter of
- * STRIPED_NUMEL (a unit of fewer than four, the plan's last, is summed there too: one sentence
- * after another, with the same bits as the rest) */
+#ifdef ALIGNED_STEPS
+/* quad_run for rows off the lines (AVX-512): each row's vectors by loads that straddle two lines,
+ * its last by a masked load (nothing past the row is read), as short_straddled reads them
+ * (rows_off_lines.h); nv = the row's vectors, the last one part full */
+static inline __attribute__((always_inline)) void quad_straddled(const float *restrict x,
+                                                                const float *restrict w,
+                                                                float *restrict s, long q,
+                                                                long rows, long h, const int nv,
+                                                                const int k_st) {
+    const long dx = q * rows * h, dw = q * rows, full = (h - 1) / 16; /* vectors before the last */
+    const __mmask16 last = (__mmask16)((1u << (h - 16 * full)) - 1);
+    vec16 a[4][QUAD_VECS];
+    EACH_STRIPE(k) if (k < k_st) EACH_VEC(v, nv) a[k][v] = (vec16){0};
+    for (long t = 0; t < rows; t++) {
+        const float *r = x + t * h;
+        EACH_STRIPE(k) {
+            if (k < k_st) {
+                const float u = w[k * dw + t], *rk = r + k * dx;
+                EACH_VEC(v, nv) {
+                    if (v < full)
+                        a[k][v] += u * *(const vec16u *)(rk + 16 * v);
+                    else
+                        a[k][v] += u * (vec16)_mm512_maskz_loadu_ps(last, rk + 16 * v);
+                }
+            }
+        }
+    }
+    EACH_STRIPE(k) if (k < k_st) store_sums(s + k * q * h, a[k], h, nv);
+}
+#endif
+
+/* whether whole sentences of `rows` rows of h numbers from x are summed by striped_sentences:
+ * rows of at most QUAD_VECS vectors, whole ones on the lines (or with AVX-512, rows off the
+ * lines, read by straddling loads), sentences of at most a quarter of STRIPED_NUMEL (a unit of
+ * fewer than four, the plan's last, is summed there too: one sentence after another, with the
+ * same bits as the rest) */
+static inline int on_lines(const float *x, long h) {
+    return h % 16 == 0 && h % VL == 0 && ((uintptr_t)x & 63) == 0;
+}
 static inline int stripes_sentences(const float *x, long rows, long h) {
-    return h % 16 == 0 && h % VL == 0 && h <= QUAD_VECS * VL && ((uintptr_t)x & 63) == 0 &&
-           4 * rows * h <= STRIPED_NUMEL;
+#ifdef ALIGNED_STEPS
+    (void)x; /* rows off the lines too */
+    const int fits = (h + 15) / 16 <= QUAD_VECS;
+#else
+    const int fits = on_lines(x, h) && h <= QUAD_VECS * VL;
+#endif
+    return fits && 4 * rows * h <= STRIPED_NUMEL;
+}
+
+/* quad_run (or quad_straddled) for k_st stripes, one copy per number of vectors */
+static void quad_of(const float *x, const float *w, float *s, long q, long rows, long h, int k_st,
+                    int lines) {
+#ifdef ALIGNED_STEPS
+    if (!lines) {
+        switch ((h + 15) / 16) {
+#define QUAD_OFF(nv)                                                                               \
+    case nv:                                                                                       \
+        if (k_st == 4)                                                                             \
+            quad_straddled(x, w, s, q, rows, h, nv, 4);                                            \
+        else                                                                                       \
+            quad_straddled(x, w, s, q, rows, h, nv, 1);                                            \
+        break;
+            QUAD_OFF(1) QUAD_OFF(2) QUAD_OFF(3) QUAD_OFF(4)
+            QUAD_OFF(5) QUAD_OFF(6) QUAD_OFF(7) QUAD_OFF(8)
+#undef QUAD_OFF
+        }
+        return;
+    }
+#endif
+    switch (h / VL) {
+#define QUAD_CASE(nv)                                                                              \
+    case nv:                                                                                       \
+        if (k_st == 4)                                                                             \
+            quad_run(x, w, s, q, rows, h, nv, 4);                                                  \
+        else                                                                                       \
+            quad_run(x, w, s, q, rows, h, nv, 1);                                                  \
+        break;
+        QUAD_CASE(1) QUAD_CASE(2)
+#if QUAD_VECS > 2
+        QUAD_CASE(3) QUAD_CASE(4) QUAD_CASE(5) QUAD_CASE(6) QUAD_CASE(7) QUAD_CASE(8)
+#endif
+#undef QUAD_CASE
+    }
 }
 
 /* out[s, :] for `count` whole sentences from x, in groups of four stripes (see STRIPED_NUMEL); the
- * sentences past a group's four equal stripes one at a time (short_run), with the same bits */
+ * sentences past a group's four equal stripes one at a time, with the same bits */
 static void striped_sentences(const float *x, const float *w, float *out, long count, long rows,
                               long h) {
     const long per = rows * h, group = STRIPED_NUMEL / per / 4 * 4; /* sentences a group */
+    const int lines = on_lines(x, h);
     for (long g0 = 0; g0 < count; g0 += group) {
         const long n = count - g0 < group ? count - g0 : group, q = n / 4;
         const float *xg = x + g0 * per, *wg = w + g0 * rows;
         float *og = out + g0 * h;
-        for (long j = 0; j < q; j++) {
-            const float *xs = xg + j * per, *ws = wg + j * rows;
-            float *os = og + j * h;
-            switch (h / VL) {
-#define QUAD_CASE(nv)                                                                              \
-    case nv: quad_run(xs, ws, os, q, rows, h, nv); break;
-                QUAD_CASE(1) QUAD_CASE(2)
-#if QUAD_VECS > 2
-                QUAD_CASE(3) QUAD_CASE(4) QUAD_CASE(5) QUAD_CASE(6) QUAD_CASE(7) QUAD_CASE(8)
-#endif
-#undef QUAD_CASE
-            }
-        }
+        for (long j = 0; j < q; j++)
+            quad_of(xg + j * per, wg + j * rows, og + j * h, q, rows, h, 4, lines);
         for (long s = 4 * q; s < n; s++)
-            short_rows_of(xg + s * per, wg + s * rows, og + s * h, rows, h, h, 1);
+            quad_of(xg + s * per, wg + s * rows, og + s * h, 0, rows, h, 1, lines);
     }
 }
 

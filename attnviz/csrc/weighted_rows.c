@@ -340,6 +340,11 @@ int weighted_rows_realigns(void) {
  * the lines by one call of short_realigned_of for them all, not one a sentence (see there) */
 static void sum_sentences(const float *x, const float *w, float *out, long s0, long s1, long t,
                           long h, long c0, long c1, int how) {
+    if ((how & SENTENCE_STRIPES) && c0 == 0 && c1 == h &&
+        stripes_sentences(x + s0 * t * h, t, h)) {
+        striped_sentences(x + s0 * t * h, w + s0 * t, out + s0 * h, s1 - s0, t, h);
+        return;
+    }
 #ifdef ALIGNED_STEPS
     const float *xs = x + s0 * t * h + c0;
     if (short_off_lines(xs, t, h, c1 - c0, (how & PREFETCH) != 0)) {
@@ -347,11 +352,6 @@ static void sum_sentences(const float *x, const float *w, float *out, long s0, l
         return;
     }
 #endif
-    if ((how & SENTENCE_STRIPES) && c0 == 0 && c1 == h &&
-        stripes_sentences(x + s0 * t * h, t, h)) {
-        striped_sentences(x + s0 * t * h, w + s0 * t, out + s0 * h, s1 - s0, t, h);
-        return;
-    }
     for (long s = s0; s < s1; s++)
         sum_rows(x + s * t * h + c0, w + s * t, out + s * h + c0, t, h, c1 - c0, how);
 }
