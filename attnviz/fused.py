@@ -203,8 +203,8 @@ def fused_reason(x: Tensor, w: Tensor) -> str:
             reason += "; from memory it reads its long rows whole, not in blocks of columns"
         elif bits & native.SENTENCE_STRIPES:
             reason += (
-                "; from memory it reads its short sentences four at a time, from four places far"
-                " apart: four long streams, as the read limit reads x"
+                "; it reads its short sentences four at a time, from four places far apart:"
+                " four long streams, as the read limit reads x"
             )
         elif block := bits >> native.BLOCK_SHIFT:
             reason += (

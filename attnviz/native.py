@@ -108,7 +108,7 @@ BLOCK_H = 2048  # the kernel's columns of running sums at a time, but with WHOLE
 # 0.79-0.85), or, within LLC_SHARE, of 512 (H = 3584: 0.84-0.85 against 0.81-0.83; at 16 MiB
 # 0.71-0.74 against 0.76-0.77).
 BLOCK_SHIFT = 8
-# mode | SENTENCE_STRIPES: from beyond the last-level cache, short rows (at most SHORT_PAIR
+# mode | SENTENCE_STRIPES: from beyond the threads' L2, short rows (at most SHORT_PAIR
 # numbers, AVX-512) in sentences of at most a quarter of STRIPED_NUMEL numbers are read as four
 # stripes of whole sentences, groups of up to STRIPED_NUMEL numbers at a time, row t of one
 # sentence of each stripe a step (``striped_sentences`` in csrc/short_rows.h): four long streams,
@@ -276,14 +276,14 @@ def stripe_bits(numel: int, cols: int) -> int:
     return 0
 
 
-def _stripes_sentences(b: int, t: int, h: int, group: int, split: int) -> bool:
-    """Whether stripes read x of (B, T, H), cut into units of ``group`` sentences (``split``
-    pieces each), as four stripes of whole sentences (see SENTENCE_STRIPES): from beyond the
-    last-level cache, rows of at most SHORT_PAIR numbers (AVX-512; off the 64-byte lines too where
+def _stripes_sentences(b: int, t: int, h: int, n: int, group: int, split: int) -> bool:
+    """Whether stripes read x of (B, T, H) on ``n`` threads, cut into units of ``group`` sentences
+    (``split`` pieces each), as four stripes of whole sentences (see SENTENCE_STRIPES): from beyond
+    the threads' L2, rows of at most SHORT_PAIR numbers (AVX-512; off the 64-byte lines too where
     the kernel reads them by straddling loads: ``_realigns``), sentences of at most a quarter of
     STRIPED_NUMEL, whole sentences a unit, at least four of them (the kernel checks the same)."""
     return (
-        not _in_llc(b * t * h)
+        not _in_l2(b * t * h, n)
         and (h % 16 == 0 or _realigns())
         and h <= SHORT_PAIR
         and _lanes() >= 16
@@ -331,12 +331,18 @@ def mode(b: int, t: int, h: int, threads: int) -> int:
     as one stream, against stripes of a few KiB each (plain C, paired, best blocks: 256x128x64
     0.93 of the read limit against 0.86-0.87, 128x256x128 0.96 against 0.90-0.92, 512x64x32
     0.83 against 0.73-0.79; two threads 256x128x64 0.93 against 0.87, 64x512x128 0.98 against
-    0.92; from DRAM no better, 0.76-0.85 both ways)."""
-    n = plan(b, t, h, threads)[0]
+    0.92; from DRAM no better, 0.76-0.85 both ways). Where at least four whole sentences of such
+    rows (on the lines or off them) go to each unit, STRIPES of whole sentences instead, in the
+    cache as from DRAM (SENTENCE_STRIPES; plain C, medians, one thread: 512x64x32 0.85-0.87 of the
+    read limit as tiles, 0.91-0.92 so, 1024x64x64 (16 MiB) 0.85 and 0.89, off the lines
+    1024x64x100 0.61 and 0.93 as stripes of a sentence's rows; 2048x16x64 0.82 and 0.80-0.87)."""
+    n, group, split = plan(b, t, h, threads)
     tile = _tile()
     if not tile:
         return STRIPES
     if not _in_l2(b * t * h, n):
+        if _stripes_sentences(b, t, h, n, group, split):
+            return STRIPES
         short = h % 16 == 0 and h <= SHORT_PAIR and _lanes() >= 16 and _in_llc(b * t * h)
         return TILES if short and tile_plan(b, n)[1] == 1 else STRIPES
     if _lanes() < 16:  # tiles' 8 sums in registers: 0.68-0.80 of the read limit in L2
@@ -397,7 +403,7 @@ def _call_shape(
         rows_split = split
         kind |= PREFETCH if ahead and kind == STRIPES else 0
         kind |= stripe_bits(b * t * h, h) if kind & 3 == STRIPES else 0
-        striped = kind & 3 == STRIPES and _stripes_sentences(b, t, h, group, split)
+        striped = kind & 3 == STRIPES and _stripes_sentences(b, t, h, n, group, split)
         kind |= SENTENCE_STRIPES if striped else 0
     kind |= OWN_L2 if n > 1 and _in_l2(b * t * h, n) else 0
     return (ctypes.c_long * 7)(b, t, h, group, split, n, kind), rows_split
@@ -417,7 +423,7 @@ def may_ask_ahead(b: int, t: int, h: int, threads: int) -> bool:
     if not (whole_pairs or (h % 16 and _realigns())):
         return False
     n, group, split = plan(b, t, h, threads)
-    if _stripes_sentences(b, t, h, group, split):  # whole sentences as stripes: they never ask
+    if _stripes_sentences(b, t, h, n, group, split):  # stripes of sentences: they never ask
         return False
     return mode(b, t, h, threads) == STRIPES and not _in_l2(b * t * h, n)
 

@@ -449,9 +449,10 @@ def test_rows_are_summed_in_tiles_in_l2_and_in_stripes_beyond(monkeypatch):
     assert native.mode(1, 2**18 // tile, 2 * tile, 2) == native.TILES  # two: one a thread
     assert native.mode(1, 2**20 // half, half, 2) == native.STRIPES  # 4 MiB: past their L2
     assert native.mode(16, 128, 100, 1) == native.STRIPES  # ... off the lines
-    # short rows on the lines in the last-level cache too, two sentences at a time; not longer
-    # rows, not from DRAM
-    assert native.mode(256, 128, 64, 1) == native.mode(64, 512, 128, 2) == native.TILES
+    # short rows on the lines in the last-level cache too, two sentences at a time, where a unit
+    # has fewer than four whole sentences (else stripes of sentences); not longer rows
+    assert native.mode(2, 4096, 64, 2) == native.TILES  # 2 MiB: a sentence a thread
+    assert native.mode(256, 128, 64, 1) == native.mode(64, 512, 128, 2) == native.STRIPES
     assert native.mode(64, 256, 256, 1) == native.mode(4096, 128, 64, 1) == native.STRIPES
     # rows off the 64-byte lines: stripes read them as whole lines, faster than tiles in L2 too
     assert native.mode(3, 61, 777, 1) == (native.STRIPES if native._realigns() else native.TILES)

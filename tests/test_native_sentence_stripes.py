@@ -1,4 +1,4 @@
-"""Short rows from beyond the last-level cache, read as four stripes of whole sentences
+"""Short rows from beyond L2, read as four stripes of whole sentences
 (``striped_sentences`` in attnviz/csrc/short_rows.h, mode bit SENTENCE_STRIPES): the plan sets the
 bit where it applies, and each sentence gets the bits it gets in L2 (on the lines: one row after
 another, as tiles sum it; off them the same bits wherever it sits) and the float64 reference's
@@ -141,26 +141,32 @@ def test_other_rows_from_memory_are_summed_as_before(b, t, h, why, plan_as):
     assert_close(got, attnviz.reference(x, w).float(), rtol=1e-5, atol=1e-4)
 
 
-def test_the_plan_sets_the_bit_from_memory_only(monkeypatch):
-    """With a 1 MiB L2 and a 32 MiB last-level cache: from memory (64-256 MiB) for short rows on
-    the lines, on one thread and two; not in the cache, where short rows go to tiles."""
+def test_the_plan_sets_the_bit_beyond_l2_only(monkeypatch):
+    """With a 1 MiB L2 and a 32 MiB last-level cache: from memory (64-256 MiB) and in the cache
+    (4-16 MiB) for short rows, on one thread and two; not in L2, where short rows go to tiles, nor
+    for longer rows or sentences too few a unit."""
     monkeypatch.setattr(native, "_caches", lambda: (2**20, 32 * 2**20))
     native._plan.cache_clear()
     native._call_shape.cache_clear()
 
+    def kind(b, t, h, threads):
+        return native._call_shape(b, t, h, threads, *native._limits())[0][6]
+
     def striped(b, t, h, threads):
-        return bool(
-            native._call_shape(b, t, h, threads, *native._limits())[0][6] & native.SENTENCE_STRIPES
-        )
+        return bool(kind(b, t, h, threads) & native.SENTENCE_STRIPES)
 
     try:
-        avx512 = native._lanes() >= 16
+        avx512, realigns = native._lanes() >= 16, native._realigns()
         for threads in (1, 2):
             assert striped(2048, 64, 128, threads) == avx512  # 64 MiB
             assert striped(8192, 32, 64, threads) == avx512
-            assert not striped(512, 64, 32, threads)  # 4 MiB, in the cache
+            assert striped(512, 64, 32, threads) == avx512  # 4 MiB, in the cache
+            assert striped(1024, 64, 64, threads) == avx512  # 16 MiB
+            assert striped(2048, 64, 100, threads) == realigns  # off the lines
             assert not striped(1024, 64, 256, threads)  # longer rows
-            assert striped(2048, 64, 100, threads) == native._realigns()  # off the lines
+            assert not striped(8, 64, 64, threads)  # 128 KiB, in L2
+        assert kind(8, 64, 64, 1) == native.TILES
+        assert not striped(3, 4096, 64, 2)  # 3 MiB, sentences cut into pieces
     finally:
         native._plan.cache_clear()
         native._call_shape.cache_clear()

@@ -1,7 +1,7 @@
 /* Short rows, their running sums in registers: on the 64-byte lines (whole vectors, at most
  * SHORT_COLUMNS numbers) short_rows (four stripes of a sentence's rows), short_run (one row after
- * another), short_run_pair (two sentences at once); and from beyond the last-level cache
- * striped_sentences (four stripes of whole sentences, rows off the lines too).
+ * another), short_run_pair (two sentences at once); and from beyond L2 (the last-level cache,
+ * DRAM) striped_sentences (four stripes of whole sentences, rows off the lines too).
  * Part of the fused kernel, included by weighted_rows.c after what it uses: vectors.h, EACH_VEC
  * and rows_off_lines.h (a header of it, not a library of its own, so that every loop here is
  * inlined into the kernel's). */
@@ -107,7 +107,7 @@ static void short_rows_of(const float *restrict x, const float *restrict w, floa
     }
 }
 
-/* Short rows from beyond the last-level cache (mode 0 with SENTENCE_STRIPES, sum_sentences):
+/* Short rows from beyond L2 (mode 0 with SENTENCE_STRIPES, sum_sentences; attnviz/native.py):
  * whole sentences as four stripes. short_rows reads a sentence's rows as four stripes, each a
  * quarter of a sentence long: a sentence of 64 rows of 128 numbers is four streams of 8 KiB that
  * end where the next sentence's start, which memory serves at 0.72-0.86 of the read limit (a plain

@@ -58,8 +58,8 @@
  * or 512 numbers, or read whole as two stripes (attnviz/native.py, stripe_bits; see sum_rows_of).
  * It changes the order of the adds too. */
 #define BLOCK_SHIFT 8
-/* shape[6] | SENTENCE_STRIPES: short rows on the lines, from beyond the last-level cache: whole
- * sentences read as four stripes (striped_sentences; attnviz/native.py sets it, stripe_bits) */
+/* shape[6] | SENTENCE_STRIPES: short rows from beyond L2, whole sentences read as four stripes
+ * (striped_sentences, short_rows.h; attnviz/native.py sets it) */
 #define SENTENCE_STRIPES 64
 
 #include "rows_off_lines.h" /* rows off the 64-byte lines (AVX-512, GCC) */
