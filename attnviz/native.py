@@ -108,7 +108,7 @@ BLOCK_H = 2048  # the kernel's columns of running sums at a time, but with WHOLE
 # 0.79-0.85), or, within LLC_SHARE, of 512 (H = 3584: 0.84-0.85 against 0.81-0.83; at 16 MiB
 # 0.71-0.74 against 0.76-0.77).
 BLOCK_SHIFT = 8
-# mode | SENTENCE_STRIPES: from beyond the threads' L2, short rows (at most SHORT_PAIR
+# mode | SENTENCE_STRIPES: from beyond the threads' L2, short rows (at most STRIPED_COLUMNS
 # numbers, AVX-512) in sentences of at most a quarter of STRIPED_NUMEL numbers are read as four
 # stripes of whole sentences, groups of up to STRIPED_NUMEL numbers at a time, row t of one
 # sentence of each stripe a step (``striped_sentences`` in csrc/short_rows.h): four long streams,
@@ -116,9 +116,14 @@ BLOCK_SHIFT = 8
 # thread: 2048x64x128, 4096x128x64 and 8192x32x64 0.75-0.89, 0.74-0.88 and 0.43-0.49 of the read
 # limit before, 0.86-0.97, 0.96-0.99 and 0.86-0.95 so; rows off the lines, 16384x32x61,
 # 32768x32x24 and 2048x64x100: 0.46, 0.34 and 0.66, so 0.93, 0.95 and 0.99). Each sentence is
-# summed row after row into sums of its own: on the lines the bits tiles give it.
+# summed row after row into sums of its own: on the lines the bits tiles give it. Rows of more
+# than SHORT_PAIR numbers as two stripes of sentences (2048x32x192 0.62-0.72 and 0.84-0.87;
+# 1024x64x200 off the lines 0.74 and 0.90).
 SENTENCE_STRIPES = 64
 STRIPED_NUMEL = 1 << 20
+# the longest rows (numbers) read so: four stripes of sentences up to SHORT_PAIR, two up to this
+# (2 * QUAD_VECS vectors of 16 in csrc/short_rows.h: their sums in registers)
+STRIPED_COLUMNS = 256
 EVEN_BLOCK = 1024
 L1_SHARE = 0.75
 LLC_SHARE = 1 / 3
@@ -279,13 +284,14 @@ def stripe_bits(numel: int, cols: int) -> int:
 def _stripes_sentences(b: int, t: int, h: int, n: int, group: int, split: int) -> bool:
     """Whether stripes read x of (B, T, H) on ``n`` threads, cut into units of ``group`` sentences
     (``split`` pieces each), as four stripes of whole sentences (see SENTENCE_STRIPES): from beyond
-    the threads' L2, rows of at most SHORT_PAIR numbers (AVX-512; off the 64-byte lines too where
-    the kernel reads them by straddling loads: ``_realigns``), sentences of at most a quarter of
-    STRIPED_NUMEL, whole sentences a unit, at least four of them (the kernel checks the same)."""
+    the threads' L2, rows of at most STRIPED_COLUMNS numbers (AVX-512; off the 64-byte lines
+    too where the kernel reads them by straddling loads: ``_realigns``), sentences of at most a
+    quarter of STRIPED_NUMEL, whole sentences a unit, at least four of them (the kernel checks
+    the same)."""
     return (
         not _in_l2(b * t * h, n)
         and (h % 16 == 0 or _realigns())
-        and h <= SHORT_PAIR
+        and h <= STRIPED_COLUMNS
         and _lanes() >= 16
         and 4 * t * h <= STRIPED_NUMEL
         and split == 1
@@ -331,8 +337,8 @@ def mode(b: int, t: int, h: int, threads: int) -> int:
     as one stream, against stripes of a few KiB each (plain C, paired, best blocks: 256x128x64
     0.93 of the read limit against 0.86-0.87, 128x256x128 0.96 against 0.90-0.92, 512x64x32
     0.83 against 0.73-0.79; two threads 256x128x64 0.93 against 0.87, 64x512x128 0.98 against
-    0.92; from DRAM no better, 0.76-0.85 both ways). Where at least four whole sentences of such
-    rows (on the lines or off them) go to each unit, STRIPES of whole sentences instead, in the
+    0.92; from DRAM no better, 0.76-0.85 both ways). Where at least four whole sentences of rows
+    of at most STRIPED_COLUMNS numbers (on the lines or off them) go to each unit, STRIPES of whole sentences instead, in the
     cache as from DRAM (SENTENCE_STRIPES; plain C, medians, one thread: 512x64x32 0.85-0.87 of the
     read limit as tiles, 0.91-0.92 so, 1024x64x64 (16 MiB) 0.85 and 0.89, off the lines
     1024x64x100 0.61 and 0.93 as stripes of a sentence's rows; 2048x16x64 0.82 and 0.80-0.87)."""

@@ -58,7 +58,8 @@ def plan_as():
 
 
 @needs_avx512
-@pytest.mark.parametrize("h", [16, 32, 48, 64, 112, 128])  # one vector to eight, on the lines
+# on the lines: one vector to eight (four stripes of sentences), nine to sixteen (two)
+@pytest.mark.parametrize("h", [16, 32, 48, 64, 112, 128, 144, 256])
 @pytest.mark.parametrize("t", [1, 3, 16, 37])
 # four stripes and one to three left over; on two threads units of 4 (37: the last of 1), 5, 8
 @pytest.mark.parametrize("b", [4, 5, 7, 9, 37, 47, 64])
@@ -79,7 +80,8 @@ def test_each_sentence_has_the_bits_it_has_in_l2(h, t, b, threads, plan_as):
 @pytest.mark.skipif(
     native.available() and not native._realigns(), reason="rows off the lines: AVX-512, GCC"
 )
-@pytest.mark.parametrize("h", [5, 17, 24, 45, 61, 100, 127])  # one vector to eight, the last part
+# one vector to eight, the last one part full; nine to sixteen (two stripes)
+@pytest.mark.parametrize("h", [5, 17, 24, 45, 61, 100, 127, 129, 200, 255])
 @pytest.mark.parametrize("t", [1, 3, 16, 33])  # T * H odd: each sentence at its own place on a line
 @pytest.mark.parametrize("b", [4, 7, 37])
 @pytest.mark.parametrize("threads", [1, 2])
@@ -98,7 +100,8 @@ def test_rows_off_the_lines_give_each_sentence_the_same_bits_wherever_it_sits(
 @needs_avx512
 @pytest.mark.parametrize(
     "b, t, h",
-    [(130, 64, 128), (2050, 32, 16), (1027, 16, 64)],  # a group of STRIPED_NUMEL, then 2, 2, 3 left
+    # a group of STRIPED_NUMEL, then 2, 2, 3, 2 and 1 left (256: two stripes of sentences)
+    [(130, 64, 128), (2050, 32, 16), (1027, 16, 64), (66, 64, 256), (129, 32, 256)],
 )
 @pytest.mark.parametrize("threads", [1, 2])
 def test_groups_of_stripes_and_the_sentences_past_them(b, t, h, threads, plan_as):
@@ -127,10 +130,10 @@ def test_a_nan_stays_in_its_own_sentence(plan_as):
 @pytest.mark.parametrize(
     "b, t, h, why",
     [
-        (16, 32, 144, "rows longer than SHORT_PAIR"),
-        (16, 32, 130, "rows off the lines longer than SHORT_PAIR"),
+        (16, 32, 272, "rows longer than STRIPED_COLUMNS"),
+        (16, 32, 257, "rows off the lines longer than STRIPED_COLUMNS"),
         (3, 64, 64, "fewer than four sentences"),
-        (4, 1024, 256, "rows longer than SHORT_PAIR"),
+        (4, 256, 1024, "rows longer than STRIPED_COLUMNS"),
         (4, 8192, 64, "sentences longer than a quarter of STRIPED_NUMEL"),
     ],
 )
@@ -163,7 +166,8 @@ def test_the_plan_sets_the_bit_beyond_l2_only(monkeypatch):
             assert striped(512, 64, 32, threads) == avx512  # 4 MiB, in the cache
             assert striped(1024, 64, 64, threads) == avx512  # 16 MiB
             assert striped(2048, 64, 100, threads) == realigns  # off the lines
-            assert not striped(1024, 64, 256, threads)  # longer rows
+            assert striped(1024, 64, 256, threads) == avx512  # two stripes of sentences
+            assert not striped(512, 64, 512, threads)  # longer rows
             assert not striped(8, 64, 64, threads)  # 128 KiB, in L2
         assert kind(8, 64, 64, 1) == native.TILES
         assert not striped(3, 4096, 64, 2)  # 3 MiB, sentences cut into pieces

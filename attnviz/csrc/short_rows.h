@@ -123,26 +123,32 @@ static void short_rows_of(const float *restrict x, const float *restrict w, floa
  * DRAM (attnviz/native_read.py), whose streams a few MiB apart read faster than a quarter of x
  * apart. Where a sentence is longer than a quarter of that, short_rows' stripes are as long. */
 #define STRIPED_NUMEL 1048576 /* 4 MiB of floats */
-/* vectors a row at most: the four sentences' sums in registers (4 * QUAD_VECS of them; with
- * AVX-512's 32 registers, 8 a row ran faster than sums kept in memory: 2048x64x128 from DRAM, one
- * thread, 0.89-0.92 of the read limit against 0.81-0.85; two threads, 0.87-0.88 and 0.75-0.79) */
+/* vectors a row at most for four stripes of sentences, their sums in registers (4 * QUAD_VECS of
+ * them; with AVX-512's 32 registers, 8 a row ran faster than sums kept in memory: 2048x64x128 from
+ * DRAM, one thread, 0.89-0.92 of the read limit against 0.81-0.85; two threads, 0.87-0.88 and
+ * 0.75-0.79). Rows of up to twice as many vectors are read as two stripes of sentences (2 *
+ * QUAD_VECS sums each; medians, one thread: 2048x32x192 from DRAM 0.62 of the read limit as
+ * each sentence's own four stripes, 0.87 so, 1024x96x160 0.82 and 0.89, 256x64x256 in the L3 0.84
+ * and 0.94; four stripes of them with their sums in memory: 0.43-0.80). */
 #if VL == 16
 #define QUAD_VECS 8
 #else
 #define QUAD_VECS 2
 #endif
+/* the stripes of sentences for rows of nv vectors */
+#define STRIPES_OF(nv) ((nv) <= QUAD_VECS ? 4 : 2)
 
 #define EACH_STRIPE(k) _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
 
 /* quad_run(..., nv, k_st): row t of sentences 0, q, 2q and 3q (from x; q sentences of `rows` rows
- * of h numbers apart; k_st of them: four, or one for the sentences left over) in each step, each
- * into nv running sums in registers. Rows on the lines: whole vectors. */
+ * of h numbers apart; k_st of them: four, two for longer rows, or one for the sentences left over)
+ * in each step, each into nv running sums in registers. Rows on the lines: whole vectors. */
 static inline __attribute__((always_inline)) void quad_run(const float *restrict x,
                                                           const float *restrict w,
                                                           float *restrict s, long q, long rows,
                                                           long h, const int nv, const int k_st) {
     const long dx = q * rows * h, dw = q * rows; /* from one stripe to the next */
-    vecf a[4][QUAD_VECS];
+    vecf a[4][2 * QUAD_VECS]; /* k_st * nv <= 4 * QUAD_VECS of them used */
     EACH_STRIPE(k) if (k < k_st) EACH_VEC(v, nv) a[k][v] = (vecf){0};
     for (long t = 0; t < rows; t++) {
         const float *r = x + t * h;
@@ -167,7 +173,7 @@ static inline __attribute__((always_inline)) void quad_straddled(const float *re
                                                                 const int k_st) {
     const long dx = q * rows * h, dw = q * rows, full = (h - 1) / 16; /* vectors before the last */
     const __mmask16 last = (__mmask16)((1u << (h - 16 * full)) - 1);
-    vec16 a[4][QUAD_VECS];
+    vec16 a[4][2 * QUAD_VECS];
     EACH_STRIPE(k) if (k < k_st) EACH_VEC(v, nv) a[k][v] = (vec16){0};
     for (long t = 0; t < rows; t++) {
         const float *r = x + t * h;
@@ -188,7 +194,7 @@ static inline __attribute__((always_inline)) void quad_straddled(const float *re
 #endif
 
 /* whether whole sentences of `rows` rows of h numbers from x are summed by striped_sentences:
- * rows of at most QUAD_VECS vectors, whole ones on the lines (or with AVX-512, rows off the
+ * rows of at most 2 * QUAD_VECS vectors, whole ones on the lines (or with AVX-512, rows off the
  * lines, read by straddling loads), sentences of at most a quarter of STRIPED_NUMEL (a unit of
  * fewer than four, the plan's last, is summed there too: one sentence after another, with the
  * same bits as the rest) */
@@ -198,28 +204,30 @@ static inline int on_lines(const float *x, long h) {
 static inline int stripes_sentences(const float *x, long rows, long h) {
 #ifdef ALIGNED_STEPS
     (void)x; /* rows off the lines too */
-    const int fits = (h + 15) / 16 <= QUAD_VECS;
+    const int fits = (h + 15) / 16 <= 2 * QUAD_VECS;
 #else
-    const int fits = on_lines(x, h) && h <= QUAD_VECS * VL;
+    const int fits = on_lines(x, h) && h <= 2 * QUAD_VECS * VL;
 #endif
     return fits && 4 * rows * h <= STRIPED_NUMEL;
 }
 
-/* quad_run (or quad_straddled) for k_st stripes, one copy per number of vectors */
-static void quad_of(const float *x, const float *w, float *s, long q, long rows, long h, int k_st,
+/* quad_run (or quad_straddled) on STRIPES_OF(nv) stripes, or on one sentence (alone), one copy
+ * per number of vectors nv */
+static void quad_of(const float *x, const float *w, float *s, long q, long rows, long h, int alone,
                     int lines) {
 #ifdef ALIGNED_STEPS
     if (!lines) {
         switch ((h + 15) / 16) {
 #define QUAD_OFF(nv)                                                                               \
     case nv:                                                                                       \
-        if (k_st == 4)                                                                             \
-            quad_straddled(x, w, s, q, rows, h, nv, 4);                                            \
-        else                                                                                       \
+        if (alone)                                                                                 \
             quad_straddled(x, w, s, q, rows, h, nv, 1);                                            \
+        else                                                                                       \
+            quad_straddled(x, w, s, q, rows, h, nv, STRIPES_OF(nv));                               \
         break;
-            QUAD_OFF(1) QUAD_OFF(2) QUAD_OFF(3) QUAD_OFF(4)
-            QUAD_OFF(5) QUAD_OFF(6) QUAD_OFF(7) QUAD_OFF(8)
+            QUAD_OFF(1) QUAD_OFF(2) QUAD_OFF(3) QUAD_OFF(4) QUAD_OFF(5) QUAD_OFF(6) QUAD_OFF(7)
+            QUAD_OFF(8) QUAD_OFF(9) QUAD_OFF(10) QUAD_OFF(11) QUAD_OFF(12) QUAD_OFF(13)
+            QUAD_OFF(14) QUAD_OFF(15) QUAD_OFF(16)
 #undef QUAD_OFF
         }
         return;
@@ -228,32 +236,33 @@ static void quad_of(const float *x, const float *w, float *s, long q, long rows,
     switch (h / VL) {
 #define QUAD_CASE(nv)                                                                              \
     case nv:                                                                                       \
-        if (k_st == 4)                                                                             \
-            quad_run(x, w, s, q, rows, h, nv, 4);                                                  \
-        else                                                                                       \
+        if (alone)                                                                                 \
             quad_run(x, w, s, q, rows, h, nv, 1);                                                  \
+        else                                                                                       \
+            quad_run(x, w, s, q, rows, h, nv, STRIPES_OF(nv));                                     \
         break;
-        QUAD_CASE(1) QUAD_CASE(2)
+        QUAD_CASE(1) QUAD_CASE(2) QUAD_CASE(3) QUAD_CASE(4)
 #if QUAD_VECS > 2
-        QUAD_CASE(3) QUAD_CASE(4) QUAD_CASE(5) QUAD_CASE(6) QUAD_CASE(7) QUAD_CASE(8)
+        QUAD_CASE(5) QUAD_CASE(6) QUAD_CASE(7) QUAD_CASE(8) QUAD_CASE(9) QUAD_CASE(10)
+        QUAD_CASE(11) QUAD_CASE(12) QUAD_CASE(13) QUAD_CASE(14) QUAD_CASE(15) QUAD_CASE(16)
 #endif
 #undef QUAD_CASE
     }
 }
 
-/* out[s, :] for `count` whole sentences from x, in groups of four stripes (see STRIPED_NUMEL); the
- * sentences past a group's four equal stripes one at a time, with the same bits */
+/* out[s, :] for `count` whole sentences from x, in groups of four (or two) stripes (see
+ * STRIPED_NUMEL); the sentences past a group's equal stripes one at a time, with the same bits */
 static void striped_sentences(const float *x, const float *w, float *out, long count, long rows,
                               long h) {
     const long per = rows * h, group = STRIPED_NUMEL / per / 4 * 4; /* sentences a group */
-    const int lines = on_lines(x, h);
+    const int lines = on_lines(x, h), k_st = STRIPES_OF(lines ? h / VL : (h + 15) / 16);
     for (long g0 = 0; g0 < count; g0 += group) {
-        const long n = count - g0 < group ? count - g0 : group, q = n / 4;
+        const long n = count - g0 < group ? count - g0 : group, q = n / k_st;
         const float *xg = x + g0 * per, *wg = w + g0 * rows;
         float *og = out + g0 * h;
         for (long j = 0; j < q; j++)
-            quad_of(xg + j * per, wg + j * rows, og + j * h, q, rows, h, 4, lines);
-        for (long s = 4 * q; s < n; s++)
+            quad_of(xg + j * per, wg + j * rows, og + j * h, q, rows, h, 0, lines);
+        for (long s = k_st * q; s < n; s++)
             quad_of(xg + s * per, wg + s * rows, og + s * h, 0, rows, h, 1, lines);
     }
 }
