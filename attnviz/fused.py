@@ -202,9 +202,10 @@ def fused_reason(x: Tensor, w: Tensor) -> str:
         elif bits & native.WHOLE_ROWS and x.shape[2] > native.BLOCK_H:
             reason += "; from memory it reads its long rows whole, not in blocks of columns"
         elif bits & native.SENTENCE_STRIPES:
+            k = "four" if x.shape[2] <= native.SHORT_PAIR else "two"  # as csrc/short_rows.h
             reason += (
-                "; it reads its short sentences four at a time, from four places far apart:"
-                " four long streams, as the read limit reads x"
+                f"; it reads its short sentences {k} at a time, from {k} places far apart:"
+                f" {k} long streams, as the read limit reads x in streams side by side"
             )
         elif block := bits >> native.BLOCK_SHIFT:
             reason += (
