@@ -67,6 +67,13 @@ from attnviz.native_build import build
 MIN_NUMEL_PER_THREAD = 1 << 16
 MAX_UNIT_NUMEL = 1 << 22
 UNITS_PER_THREAD = 4
+# In the cache, B not a multiple of the threads: whole sentences a thread where the largest share
+# is at most UNEVEN_SHARE of an even one (B >= 7 on two threads), else each sentence cut by its
+# rows (``plan``). Pieces of a few dozen rows read slowly, above all as stripes (plain C, two
+# threads, medians of paired rounds: 33x65x127 0.68-0.74 of the read limit in pieces, 0.95-0.96
+# whole; 7x100x300 0.71-0.73 and 0.96-0.99; 7x333x555 0.77-0.82 and 0.85-0.92); long ones do not,
+# and there the uneven share costs more (5x1001x999: 0.89-0.94 in pieces, 0.82-0.85 whole).
+UNEVEN_SHARE = (8, 7)
 MIN_PIECE_ROWS = 32
 # Where x sits decides how it is read (the kernel's and the read limit's ``mode``): a thread's
 # share of x up to L2_SHARE times its L2 is summed in tiles (the running sums in registers; from
@@ -171,8 +178,9 @@ def plan(b: int, t: int, h: int, threads: int) -> tuple[int, int, int]:
 
     One thread for small inputs (under MIN_NUMEL_PER_THREAD numbers per thread). Otherwise whole
     sentences per unit (split = 1) when the sentences share out evenly (B a multiple of the
-    threads) or there are at least UNITS_PER_THREAD of them per thread, ``group`` sentences per
-    unit and no unit over MAX_UNIT_NUMEL numbers; else each sentence cut into ``split`` pieces of
+    threads), or nearly (in the cache, no share over UNEVEN_SHARE of an even one; in L2 each
+    thread then takes the same sentences every call), or there are at least UNITS_PER_THREAD of
+    them per thread, ``group`` sentences per unit and no unit over MAX_UNIT_NUMEL numbers; else each sentence cut into ``split`` pieces of
     at least MIN_PIECE_ROWS rows, whose partial sums are added up afterwards, so that threads
     finish within a small unit of each other. (Cached: the app and the benchmarks ask for the
     same few shapes again and again, and each microsecond shows at small sizes.)
@@ -198,9 +206,13 @@ def _plan(
     if _in_llc(b * t * h):  # one equal unit per thread (or B * split of them, shared evenly)
         g = math.gcd(b, n)
         split = max(1, min(n // g, t // min_rows))
+        if split > 1 and -(-b // n) * n * UNEVEN_SHARE[1] <= b * UNEVEN_SHARE[0]:
+            split = 1  # whole sentences, a share at most one sentence more than another's
         group = 1
-        if split == 1:  # B a multiple of n, or rows too few to cut: small units then balance
-            group = b // n if b % n == 0 else max(1, b // (UNITS_PER_THREAD * n))
+        if split == 1 and b % n == 0:
+            group = b // n
+        elif split == 1 and not _in_l2(b * t * h, n):  # taken as they come free: small units
+            group = max(1, b // (UNITS_PER_THREAD * n))  # balance (in L2 each its own share)
         units = math.ceil(b / group) if split == 1 else b * split
         return min(n, units), group, split
     want = UNITS_PER_THREAD * n

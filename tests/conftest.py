@@ -317,6 +317,34 @@ def store(backend):
     return backend[1]()
 
 
+# ---- the C kernel's plan (attnviz.native): tests/test_native*.py ----
+@pytest.fixture
+def fine_grained(monkeypatch):
+    """Cut even small inputs into many units, so every path of the plan runs on test sizes."""
+    from attnviz import native
+
+    monkeypatch.setattr(native, "MIN_NUMEL_PER_THREAD", 1)
+    monkeypatch.setattr(native, "MAX_UNIT_NUMEL", 64)
+    monkeypatch.setattr(native, "MIN_PIECE_ROWS", 2)
+
+
+@pytest.fixture
+def caches(monkeypatch):
+    """Set the caches' sizes the plan reads (L2 a core, last level), in bytes; the plans made with
+    them are forgotten afterwards (they are cached by shape, not by the caches' sizes)."""
+
+    from attnviz import native
+
+    def set_caches(l2: int, llc: int) -> None:
+        monkeypatch.setattr(native, "_caches", lambda: (l2, llc))
+        native._plan.cache_clear()
+        native._call_shape.cache_clear()
+
+    yield set_caches
+    native._plan.cache_clear()
+    native._call_shape.cache_clear()
+
+
 def pytest_collection_finish(session):
     # only where a collected module loaded Streamlit's test harness: the import-boundary tests
     # (test_layers, test_setup) check sys.modules in fresh subprocesses, never here
