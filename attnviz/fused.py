@@ -207,6 +207,11 @@ def fused_reason(x: Tensor, w: Tensor) -> str:
                 f"; it reads its short sentences {k} at a time, from {k} places far apart:"
                 f" {k} long streams, as the read limit reads x in streams side by side"
             )
+        elif native.few_rows(*x.shape, threads):
+            reason += (
+                "; its sentences have few rows, so it sums each stretch of columns down all of"
+                " them at once, the sums kept in registers"
+            )
         elif block := bits >> native.BLOCK_SHIFT:
             reason += (
                 f"; it reads its long rows in even blocks of {block} columns, so that each"

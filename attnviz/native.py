@@ -131,6 +131,13 @@ STRIPED_NUMEL = 1 << 20
 # the longest rows (numbers) read so: four stripes of sentences up to SHORT_PAIR, two up to this
 # (2 * QUAD_VECS vectors of 16 in csrc/short_rows.h: their sums in registers)
 STRIPED_COLUMNS = 256
+# a sentence of at most FEW_ROWS rows of more than FEW_ROWS_COLUMNS numbers, in the cache, is
+# summed two vectors of columns at a time down all its rows, the sums in registers (``few_rows``,
+# csrc/weighted_rows.c: plain C, one thread, x in the L3, 64x16x768 0.77-0.80 of the read limit
+# as stripes, 0.83-0.86 so; 64x16x777 0.57 and 0.71; 64x4x1024 0.51 and 0.73)
+FEW_ROWS = 20
+FEW_ROWS_COLUMNS = 256
+FEW_ROWS_WAYS = 8  # nor more rows than this at one place on a page: they would share an L1 set
 EVEN_BLOCK = 1024
 L1_SHARE = 0.75
 LLC_SHARE = 1 / 3
@@ -431,6 +438,23 @@ def _limits() -> tuple[int, int, int]:
     return MIN_NUMEL_PER_THREAD, MAX_UNIT_NUMEL, MIN_PIECE_ROWS
 
 
+def few_rows(b: int, t: int, h: int, threads: int) -> bool:
+    """Whether the kernel sums each two vectors of a sentence's columns down all its rows at once
+    (``few_rows`` in csrc/weighted_rows.c): sentences of at most FEW_ROWS rows longer than
+    FEW_ROWS_COLUMNS numbers (a thread's chunk of them where threads share columns), summed in
+    stripes or by columns in the cache, no more than FEW_ROWS_WAYS of them at one place on a
+    4 KiB page."""
+    hb = h * 4 % 4096
+    if t > FEW_ROWS or t * (hb & -hb if hb else 4096) > FEW_ROWS_WAYS * 4096:  # see the C
+        return False
+    call = _call_shape(b, t, h, threads, *_limits())[0]
+    kind = call[6] & 3
+    if kind not in (STRIPES, COLUMNS) or call[6] & WHOLE_ROWS:
+        return False
+    cols = h if kind == STRIPES else min(h, (-(-h // call[4]) + 15) // 16 * 16)
+    return cols > FEW_ROWS_COLUMNS
+
+
 def may_ask_ahead(b: int, t: int, h: int, threads: int) -> bool:
     """Whether asking for lines ahead is worth timing for x of (B, T, H): summed in stripes that
     can (rows of whole pairs of vectors, longer than the short rows kept in registers, or rows off
@@ -442,6 +466,8 @@ def may_ask_ahead(b: int, t: int, h: int, threads: int) -> bool:
         return False
     n, group, split = plan(b, t, h, threads)
     if _stripes_sentences(b, t, h, n, group, split):  # stripes of sentences: they never ask
+        return False
+    if few_rows(b, t, h, threads):  # nor does few_rows
         return False
     return mode(b, t, h, threads) == STRIPES and not _in_l2(b * t * h, n)
 

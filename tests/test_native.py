@@ -354,7 +354,15 @@ def test_the_plans_mode_bits_and_block_are_the_kernels():
     text = "".join((csrc / n).read_text(encoding="utf-8") for n in sources)
     defined = {k: int(v) for k, v in re.findall(r"^#define (\w+) (\d+)\b", text, re.MULTILINE)}
     bit_names = ("PREFETCH", "OWN_L2", "TWO_STRIPES", "WHOLE_ROWS", "SENTENCE_STRIPES")
-    for name in (*bit_names, "BLOCK_H", "BLOCK_SHIFT", "STRIPED_NUMEL"):
+    for name in (
+        *bit_names,
+        "BLOCK_H",
+        "BLOCK_SHIFT",
+        "STRIPED_NUMEL",
+        "FEW_ROWS",
+        "FEW_ROWS_COLUMNS",
+        "FEW_ROWS_WAYS",
+    ):
         assert defined[name] == getattr(native, name), name
     bits = [getattr(native, name) for name in bit_names]
     assert all(b & 3 == 0 for b in bits) and len({*bits}) == len(bits)  # apart from the kind

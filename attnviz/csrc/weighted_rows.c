@@ -235,10 +235,67 @@ static inline __attribute__((always_inline)) void sum_rows_of(
     }
 }
 
+/* s[0:cols] = sum over t < rows of w[t] * x[t*h : t*h + cols] for a sentence of few rows (at most
+ * FEW_ROWS) longer than FEW_ROWS_COLUMNS numbers, in the cache (few_rows_apply): each two vectors of columns summed
+ * down all the rows at once (two chains, even and odd rows), their sums in registers and stored
+ * once; the last cols % VL columns one at a time. As stripes, such a sentence is four stripes of
+ * a few rows, their sums loaded and stored every step, and the steps too few to keep many lines
+ * in flight (plain C, one thread, medians of paired rounds, x in the L3: 64x16x768 0.77-0.80 of
+ * the read limit, 0.83-0.86 so; 64x16x777 0.57-0.58 and 0.71; 128x12x1000 0.61-0.64 and 0.75;
+ * 64x4x1024 0.51 and 0.73). Not with more rows (64x24x768 0.79 against 0.83, 64x32x512 0.68
+ * against 0.82: too many rows read side by side), nor from DRAM (4096x8x777 0.60 against 0.66).
+ * Nor where more than FEW_ROWS_WAYS rows lie at one place on a 4 KiB page (rows 4 KiB apart:
+ * 9 or more; 2 KiB: 17 or more): a pair of vectors down all the rows then meets more lines in one
+ * set of the L1 than it has ways (8 on Zen 4, 12 on recent Intel cores), and they evict each
+ * other (32x16x1024 0.58, stripes 0.82; 16x16x2048 0.57 and 0.76; 64x8x1024 0.74 and 0.68).
+ * A call also writes B x H numbers, which the read limit does not: with 16 rows a sentence the
+ * output is a sixteenth of x, with 2 a half. */
+#define FEW_ROWS 20
+#define FEW_ROWS_COLUMNS 256
+#define FEW_ROWS_WAYS 8
+static inline int few_rows_apply(long rows, long h, long cols, int how) {
+    const long hb = (h * 4) & 4095, g = hb ? (hb & -hb) : 4096; /* rows' places: g bytes apart */
+    return rows <= FEW_ROWS && cols > FEW_ROWS_COLUMNS && !(how & WHOLE_ROWS) &&
+           rows * g <= FEW_ROWS_WAYS * 4096;
+}
+static __attribute__((noinline)) void few_rows(const float *restrict x, const float *restrict w,
+                                                float *restrict s, long rows, long h, long cols) {
+    long j = 0;
+    for (; j + 2 * VL <= cols; j += 2 * VL) {
+        vecf a0 = (vecf){0}, a1 = (vecf){0}, b0 = (vecf){0}, b1 = (vecf){0};
+        long t = 0;
+        for (; t + 1 < rows; t += 2) {
+            const float *p = x + t * h + j;
+            const vecfu *r = (const vecfu *)p, *q = (const vecfu *)(p + h);
+            a0 += w[t] * r[0];
+            a1 += w[t] * r[1];
+            b0 += w[t + 1] * q[0];
+            b1 += w[t + 1] * q[1];
+        }
+        if (t < rows) {
+            const vecfu *r = (const vecfu *)(x + t * h + j);
+            a0 += w[t] * r[0];
+            a1 += w[t] * r[1];
+        }
+        *(vecfu *)(s + j) = a0 + b0;
+        *(vecfu *)(s + j + VL) = a1 + b1;
+    }
+    for (; j < cols; j++) {
+        float a = 0.0f;
+        for (long t = 0; t < rows; t++) a += w[t] * x[t * h + j];
+        s[j] = a;
+    }
+}
+
 /* sum_rows_of as `how` (the mode's bits PREFETCH, TWO_STRIPES and WHOLE_ROWS, and its block above
- * BLOCK_SHIFT) says: one copy per way to load and number of stripes */
+ * BLOCK_SHIFT) says: one copy per way to load and number of stripes; few_rows for a sentence of
+ * few long rows in the cache (not WHOLE_ROWS: from DRAM) */
 static void sum_rows(const float *restrict x, const float *restrict w, float *restrict s,
                      long rows, long h, long cols, int how) {
+    if (few_rows_apply(rows, h, cols, how)) {
+        few_rows(x, w, s, rows, h, cols);
+        return;
+    }
     const long given = how >> BLOCK_SHIFT; /* the plan's block, if any */
     const long block = given > 0 && given <= DRAM_BLOCK_H ? given
                        : (how & WHOLE_ROWS)              ? DRAM_BLOCK_H
