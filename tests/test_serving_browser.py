@@ -251,7 +251,15 @@ def test_a_teacher_whose_replica_is_killed_mid_move_shows_the_class_its_slide(se
             here = f"Slide {slide} of {n}"
             _poll(st, lambda text, h=here: h in text, f"the student shows {here}")
         _settled(page)
-        _press_to(page, runs, "ArrowRight", f"Slide {slide + 1} of {n}")
+        try:
+            _press_to(page, runs, "ArrowRight", f"Slide {slide + 1} of {n}")
+        except AssertionError as e:  # whether the store took the move, and what the replicas said
+            logs = sorted((server.run_dir / "log").glob("replica-*.log"))
+            tails = {p.name: p.read_text(errors="replace")[-1500:] for p in logs}
+            now = store.load(code, time.time()).slide
+            raise AssertionError(
+                f"{e}; the store's slide: {now}; the replicas' logs: {tails}"
+            ) from None
         assert store.load(code, time.time()).slide == slide + 1
         for st in students:
             here = f"Slide {slide + 1} of {n}"
