@@ -50,6 +50,7 @@ import importlib.util
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import sysconfig
@@ -123,13 +124,17 @@ def _compile(cmd: list[str], dest: Path) -> str:
             fd, tmp = tempfile.mkstemp(prefix=dest.stem + ".", suffix=".tmp", dir=dest.parent)
             os.close(fd)
             proc = subprocess.Popen(
-                [*_NICE, *cmd, tmp], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+                [*_NICE, *cmd, tmp],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                start_new_session=True,  # a group of its own: the driver and what it runs
             )
             _compiling = proc
         try:
             out, err = proc.communicate(timeout=COMPILE_TIMEOUT_S)
         except subprocess.TimeoutExpired:
-            proc.kill()
+            _kill_group(proc)
             proc.communicate()
             return f"the compiler took over {COMPILE_TIMEOUT_S} s"
         if proc.returncode != 0:
@@ -147,6 +152,17 @@ def _compile(cmd: list[str], dest: Path) -> str:
             _compiling = None
 
 
+def _kill_group(proc: subprocess.Popen) -> None:
+    """Stop the compiler driver and the programs it started (cc1plus, as, ld): they share its
+    pipes, and a driver killed alone left cc1plus holding them, the build thread waiting on them
+    past the exit's wait, cut off, and its temporary behind (a Streamlit server stopped during the
+    build, 2026-12-07)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError):
+        proc.kill()
+
+
 def _stop_compiling() -> None:
     """At exit: stop a compile still running (the build thread is a daemon and would be cut off
     with its temporary file left behind), and let a load in progress finish."""
@@ -155,7 +171,7 @@ def _stop_compiling() -> None:
         _closing = True
         proc, loading = _compiling, _loading
     if proc is not None:
-        proc.kill()
+        _kill_group(proc)
     if proc is not None or loading:
         _done.wait(10)  # the build thread removes its temporary, or finishes loading
 

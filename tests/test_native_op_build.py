@@ -8,6 +8,8 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import time
+from pathlib import Path
 
 import pytest
 
@@ -76,6 +78,49 @@ def test_a_process_that_exits_while_the_operator_builds_leaves_no_half_file(tmp_
     _python(script, ATTNVIZ_CACHE_DIR=str(tmp_path))
     left = sorted(p.name for p in tmp_path.iterdir() if not p.name.endswith(".lock"))
     assert len(left) == 1 and left[0].startswith("weighted_rows-"), left  # the C library only
+
+
+EXIT_MID_COMPILE = textwrap.dedent(
+    """
+    import pathlib, sys, time
+    from attnviz import native_op
+    native_op.start()
+    cache = pathlib.Path(sys.argv[1])
+    while not list(cache.glob("*.tmp")):  # the compiler has started
+        time.sleep(0.05)
+    """
+)
+
+
+@pytest.mark.slow
+@needs_op
+def test_an_exit_mid_compile_stops_the_compilers_children_too(tmp_path):
+    """The compiler driver runs programs of its own (cc1plus, as, ld) that hold its pipes: the exit
+    stops them all, so the build thread returns and removes its temporary at once. Killing the
+    driver alone left the child holding the pipes, the exit gave up waiting after 10 s, and the
+    temporary stayed (a Streamlit server stopped during the build)."""
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    shutil.copy(native.build().path, cache)  # the C library built, the operator not
+    child = tmp_path / "child.pid"
+    cxx = tmp_path / "c++"  # answers --version; a compile is a child that holds the pipes
+    cxx.write_text(
+        "#!/bin/sh\n"
+        'case "$1" in --version) echo "slow c++ 1.0"; exit 0;; esac\n'
+        f"sleep 120 & echo $! > {child}\nwait\n"
+    )
+    cxx.chmod(0o755)
+    started = time.monotonic()
+    _python(EXIT_MID_COMPILE, str(cache), timeout=60, ATTNVIZ_CACHE_DIR=str(cache), CXX=str(cxx))
+    assert time.monotonic() - started < 30  # not the compile's 120 s, nor a wait given up
+    assert not list(cache.glob("*.tmp")), sorted(p.name for p in cache.iterdir())
+    pid = int(child.read_text())
+    with pytest.raises(ProcessLookupError):  # the child is gone too (or a zombie, reaped soon)
+        for _ in range(50):
+            os.kill(pid, 0)
+            if Path(f"/proc/{pid}/stat").read_text().split(") ")[1].startswith("Z"):
+                raise ProcessLookupError
+            time.sleep(0.1)
 
 
 def test_the_temporary_is_made_with_the_compiler_under_the_exits_lock(tmp_path, monkeypatch):
