@@ -179,7 +179,7 @@ def _load(path: Path) -> ctypes.CDLL:
 @contextlib.contextmanager
 def _one_builder(path: Path) -> Iterator[None]:
     """Hold the lock file beside ``path`` (``NAME.lock``, kept) while building it: replicas of a
-    server that start at once would each compile the same library (~5 CPU-s each) while the
+    server that start at once would each compile the same library (~16 CPU-s each) while the
     students wait. Where the lock cannot be had (no fcntl, a folder that refuses it) each process
     builds for itself, as before: a whole file is renamed into place either way."""
     try:
