@@ -18,8 +18,8 @@ def main() -> None:
     chrome()
     st.navigation(pages(), position="top").run()
     longlived.after_first_run()  # what the first page run imported stays out of full collections
-    native_op.start()  # the C kernel's PyTorch operator, built in the background once a machine
-    # (the bounded benchmark worker only loads it, attnviz.native_op)
+    native_op.start()  # the C kernel and its PyTorch operator, built in the background once a
+    # machine (the bounded benchmark worker only loads them, attnviz.native_op)
 
 
 # Streamlit runs this file as __main__; importing it (from a test, say) builds nothing.

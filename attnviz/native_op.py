@@ -50,7 +50,6 @@ import importlib.util
 import os
 import shlex
 import shutil
-import signal
 import subprocess
 import sys
 import sysconfig
@@ -134,7 +133,7 @@ def _compile(cmd: list[str], dest: Path) -> str:
         try:
             out, err = proc.communicate(timeout=COMPILE_TIMEOUT_S)
         except subprocess.TimeoutExpired:
-            _kill_group(proc)
+            native_build.kill_group(proc)
             proc.communicate()
             return f"the compiler took over {COMPILE_TIMEOUT_S} s"
         if proc.returncode != 0:
@@ -152,17 +151,6 @@ def _compile(cmd: list[str], dest: Path) -> str:
             _compiling = None
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
-    """Stop the compiler driver and the programs it started (cc1plus, as, ld): they share its
-    pipes, and a driver killed alone left cc1plus holding them, the build thread waiting on them
-    past the exit's wait, cut off, and its temporary behind (a Streamlit server stopped during the
-    build, 2026-12-07)."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    with contextlib.suppress(ProcessLookupError):
-        proc.kill()
-
-
 def _stop_compiling() -> None:
     """At exit: stop a compile still running (the build thread is a daemon and would be cut off
     with its temporary file left behind), and let a load in progress finish."""
@@ -171,7 +159,7 @@ def _stop_compiling() -> None:
         _closing = True
         proc, loading = _compiling, _loading
     if proc is not None:
-        _kill_group(proc)
+        native_build.kill_group(proc)
     if proc is not None or loading:
         _done.wait(10)  # the build thread removes its temporary, or finishes loading
 
@@ -278,10 +266,10 @@ def _build_once(kernel: Build) -> Build:
     )
 
 
-def _run_build(kernel: Build) -> None:
+def _run_build() -> None:
     global _outcome, _retry_at
     try:
-        _outcome = _build_once(kernel)
+        _outcome = _build_once(native.build())  # the C library first (cached, or compiled here)
         if _outcome.detail.startswith(NOT_YET):  # the server may build it meanwhile
             _retry_at = time.monotonic() + RETRY_S
     except Exception as e:  # a background thread: say it, never lose it
@@ -292,17 +280,17 @@ def _run_build(kernel: Build) -> None:
 
 def start() -> None:
     """Start building (or loading the cached) operator in a background thread, once per process,
-    around the C library this process has loaded (``native.build``, which builds it if need be)."""
+    around the C library this process loads (``native.build``, which compiles it if need be, in
+    that thread too: the app's first page run does not wait ~16 s for it on a fresh machine)."""
     if _started.is_set():
         return
     with _lock:
         if not _started.is_set():
-            kernel = native.build()
             name = "attnviz-op-build"
             if not _done.is_set():  # the first start, not a look again (_look_again)
                 atexit.register(_stop_compiling)
             _done.clear()
-            threading.Thread(target=_run_build, args=(kernel,), name=name, daemon=True).start()
+            threading.Thread(target=_run_build, name=name, daemon=True).start()
             _started.set()
 
 

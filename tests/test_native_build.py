@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 import torch
@@ -38,11 +39,11 @@ BUILD_SCRIPT = textwrap.dedent(
 )
 
 
-def run_build(cache, **env):
+def run_build(cache, script=BUILD_SCRIPT, **env):
     # the C library alone: the operator around it (native_op) has tests of its own
     full = dict(os.environ, ATTNVIZ_CACHE_DIR=str(cache), ATTNVIZ_NATIVE_OP="0", **env)
     res = subprocess.run(
-        [sys.executable, "-c", BUILD_SCRIPT], capture_output=True, text=True, timeout=180, env=full
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=180, env=full
     )
     assert res.returncode == 0, res.stderr[-2000:]
     return json.loads(res.stdout.strip().splitlines()[-1])
@@ -164,3 +165,80 @@ def test_a_failed_compile_is_reported_with_the_compilers_words(build_here, tmp_p
     out = build_here(CC=str(fake))
     assert not out["ok"] and "compiling weighted_rows.c failed: fakecc: error: no" in out["detail"]
     assert out["path"] == "embedding-bag row sum" and out["correct"]
+
+
+# --- built in the background (native_op.start): the app's first page run does not wait --------
+
+START_SCRIPT = textwrap.dedent(
+    """
+    import json, sys, time, torch, attnviz
+    from attnviz import native, native_build, native_op
+    native_op.start()  # what app.py does at the end of its first page run
+    waiting = native_build._built is None  # start returned while the C library compiles
+    x, w = torch.randn(3, 50, 700), torch.rand(3, 50)
+    got = attnviz.weighted_sum(x, w, method="fused")  # waits for the library, then uses it
+    ok = torch.allclose(got.double(), attnviz.reference(x, w), rtol=1e-5, atol=1e-4)
+    print(json.dumps({"waiting": waiting, "ok": native.build().ok, "correct": ok}))
+    """
+)
+
+EXIT_SCRIPT = textwrap.dedent(
+    """
+    import pathlib, sys, time
+    from attnviz import native_op
+    native_op.start()
+    cache = pathlib.Path(sys.argv[1])
+    while not list(cache.glob("*.tmp")):  # the C compiler has started, in the build thread
+        time.sleep(0.05)
+    """
+)
+
+
+def _slow_cc(tmp_path, body: str):
+    """A C compiler that answers --version as cc does, and compiles as ``body`` says."""
+    cc = tmp_path / "slow-cc"
+    cc.write_text('#!/bin/sh\ncase "$1" in --version) exec cc --version;; esac\n' + body + "\n")
+    cc.chmod(0o755)
+    return str(cc)
+
+
+@pytest.mark.slow  # compiles the kernel
+@needs_kernel
+def test_the_app_start_builds_the_c_library_in_the_background(tmp_path):
+    cc = _slow_cc(tmp_path, 'sleep 2\nexec cc "$@"')  # a compile that surely outlasts start()
+    out = run_build(tmp_path / "cache", START_SCRIPT, CC=cc)
+    assert out == {"waiting": True, "ok": True, "correct": True}
+
+
+@pytest.mark.slow
+@needs_kernel
+def test_an_exit_while_the_c_library_compiles_leaves_no_half_file_nor_compiler(tmp_path):
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    child = tmp_path / "child.pid"
+    cc = _slow_cc(tmp_path, f"sleep 120 & echo $! > {child}\nwait")  # a child holds the pipes
+    env = dict(os.environ, ATTNVIZ_CACHE_DIR=str(cache), CC=cc, ATTNVIZ_NATIVE_OP="0")
+    done = subprocess.run(
+        [sys.executable, "-c", EXIT_SCRIPT, str(cache)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert not list(cache.glob("*.tmp")), sorted(p.name for p in cache.iterdir())
+    pid = int(child.read_text())
+    for _ in range(50):  # stopped with its driver (a zombie until its parent reaps it)
+        if not os.path.exists(f"/proc/{pid}") or _zombie(pid):
+            break
+        time.sleep(0.1)
+    else:
+        raise AssertionError(f"the compiler's child {pid} still runs")
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as f:
+            return f.read().rsplit(") ", 1)[1].startswith("Z")
+    except (FileNotFoundError, IndexError):
+        return True
