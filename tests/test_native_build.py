@@ -39,11 +39,11 @@ BUILD_SCRIPT = textwrap.dedent(
 )
 
 
-def run_build(cache, script=BUILD_SCRIPT, **env):
+def run_build(cache, script=BUILD_SCRIPT, *args, **env):
     # the C library alone: the operator around it (native_op) has tests of its own
     full = dict(os.environ, ATTNVIZ_CACHE_DIR=str(cache), ATTNVIZ_NATIVE_OP="0", **env)
     res = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=180, env=full
+        [sys.executable, "-c", script, *args], capture_output=True, text=True, timeout=180, env=full
     )
     assert res.returncode == 0, res.stderr[-2000:]
     return json.loads(res.stdout.strip().splitlines()[-1])
@@ -175,6 +175,7 @@ START_SCRIPT = textwrap.dedent(
     from attnviz import native, native_build, native_op
     native_op.start()  # what app.py does at the end of its first page run
     waiting = native_build._built is None  # start returned while the C library compiles
+    open(sys.argv[1], "w").close()  # the compiler may go on now
     x, w = torch.randn(3, 50, 700), torch.rand(3, 50)
     got = attnviz.weighted_sum(x, w, method="fused")  # waits for the library, then uses it
     ok = torch.allclose(got.double(), attnviz.reference(x, w), rtol=1e-5, atol=1e-4)
@@ -205,8 +206,9 @@ def _slow_cc(tmp_path, body: str):
 @pytest.mark.slow  # compiles the kernel
 @needs_kernel
 def test_the_app_start_builds_the_c_library_in_the_background(tmp_path):
-    cc = _slow_cc(tmp_path, 'sleep 2\nexec cc "$@"')  # a compile that surely outlasts start()
-    out = run_build(tmp_path / "cache", START_SCRIPT, CC=cc)
+    go = tmp_path / "go"  # the compiler waits for it: a compile that outlasts start(), surely
+    cc = _slow_cc(tmp_path, f'while [ ! -e {go} ]; do sleep 0.05; done\nexec cc "$@"')
+    out = run_build(tmp_path / "cache", START_SCRIPT, str(go), CC=cc)
     assert out == {"waiting": True, "ok": True, "correct": True}
 
 
@@ -223,7 +225,7 @@ def test_an_exit_while_the_c_library_compiles_leaves_no_half_file_nor_compiler(t
         env=env,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=180,  # a bound, not a measure: the exit waits on no compile
     )
     assert done.returncode == 0, done.stderr
     assert not list(cache.glob("*.tmp")), sorted(p.name for p in cache.iterdir())
