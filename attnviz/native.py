@@ -187,10 +187,11 @@ def plan(b: int, t: int, h: int, threads: int) -> tuple[int, int, int]:
     sentences per unit (split = 1) when the sentences share out evenly (B a multiple of the
     threads), or nearly (in the cache, no share over UNEVEN_SHARE of an even one; in L2 each
     thread then takes the same sentences every call), or there are at least UNITS_PER_THREAD of
-    them per thread, ``group`` sentences per unit and no unit over MAX_UNIT_NUMEL numbers; else each sentence cut into ``split`` pieces of
-    at least MIN_PIECE_ROWS rows, whose partial sums are added up afterwards, so that threads
-    finish within a small unit of each other. (Cached: the app and the benchmarks ask for the
-    same few shapes again and again, and each microsecond shows at small sizes.)
+    them per thread, ``group`` sentences per unit and no unit over MAX_UNIT_NUMEL numbers; else
+    each sentence cut into ``split`` pieces of at least MIN_PIECE_ROWS rows, whose partial sums
+    are added up afterwards, so that threads finish within a small unit of each other. (Cached:
+    the app and the benchmarks ask for the same few shapes again and again, and each microsecond
+    shows at small sizes.)
 
     Sentences of more than MAX_UNIT_NUMEL numbers are cut into pieces of at most that once x
     comes from DRAM, one thread included: a sentence's four stripes are then streams 4 MiB apart
