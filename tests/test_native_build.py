@@ -229,13 +229,17 @@ def test_an_exit_while_the_c_library_compiles_leaves_no_half_file_nor_compiler(t
     )
     assert done.returncode == 0, done.stderr
     assert not list(cache.glob("*.tmp")), sorted(p.name for p in cache.iterdir())
-    pid = int(child.read_text())
-    for _ in range(50):  # stopped with its driver (a zombie until its parent reaps it)
+    assert_stopped(int(child.read_text()))
+
+
+def assert_stopped(pid: int) -> None:
+    """A compiler's child, stopped with its driver by the exit (a zombie until its parent reaps
+    it); a few seconds' grace for the kernel to finish the kill, none for a compile."""
+    for _ in range(50):
         if not os.path.exists(f"/proc/{pid}") or _zombie(pid):
-            break
+            return
         time.sleep(0.1)
-    else:
-        raise AssertionError(f"the compiler's child {pid} still runs")
+    raise AssertionError(f"the compiler's child {pid} still runs")
 
 
 def _zombie(pid: int) -> bool:

@@ -8,12 +8,11 @@ import shutil
 import subprocess
 import sys
 import textwrap
-import time
-from pathlib import Path
 
 import pytest
 
 from attnviz import native, native_op
+from tests.test_native_build import assert_stopped
 from tests.test_native_op import needs_op, op  # noqa: F401  (op: a fixture, by its name)
 
 
@@ -112,13 +111,7 @@ def test_an_exit_mid_compile_stops_the_compilers_children_too(tmp_path):
     cxx.chmod(0o755)
     _python(EXIT_MID_COMPILE, str(cache), timeout=180, ATTNVIZ_CACHE_DIR=str(cache), CXX=str(cxx))
     assert not list(cache.glob("*.tmp")), sorted(p.name for p in cache.iterdir())
-    pid = int(child.read_text())
-    with pytest.raises(ProcessLookupError):  # the child is gone too (or a zombie, reaped soon)
-        for _ in range(50):
-            os.kill(pid, 0)
-            if Path(f"/proc/{pid}/stat").read_text().split(") ")[1].startswith("Z"):
-                raise ProcessLookupError
-            time.sleep(0.1)
+    assert_stopped(int(child.read_text()))  # the child is gone too
 
 
 def test_the_temporary_is_made_with_the_compiler_under_the_exits_lock(tmp_path, monkeypatch):
