@@ -202,7 +202,8 @@ def fused_reason(x: Tensor, w: Tensor) -> str:
         elif bits & native.WHOLE_ROWS and x.shape[2] > native.BLOCK_H:
             reason += "; from memory it reads its long rows whole, not in blocks of columns"
         elif bits & native.SENTENCE_STRIPES:
-            k = "four" if x.shape[2] <= native.SHORT_PAIR else "two"  # as csrc/short_rows.h
+            two = native.SHORT_PAIR < x.shape[2] <= native.STRIPED_COLUMNS  # as csrc/short_rows.h
+            k = "two" if two else "four"
             reason += (
                 f"; it reads its short sentences {k} at a time, from {k} places far apart:"
                 f" {k} long streams, as the read limit reads x in streams side by side"

@@ -131,6 +131,15 @@ STRIPED_NUMEL = 1 << 20
 # the longest rows (numbers) read so: four stripes of sentences up to SHORT_PAIR, two up to this
 # (2 * QUAD_VECS vectors of 16 in csrc/short_rows.h: their sums in registers)
 STRIPED_COLUMNS = 256
+# From DRAM, sentences of at most LONG_STRIPED_ROWS rows of more than STRIPED_COLUMNS numbers, up
+# to LONG_STRIPED_H, are read as four stripes of sentences too, their sums in the L1
+# (``striped_long_sentences``, csrc/long_sentences.h: plain C, medians, one thread, 128 MiB,
+# 6553x16x320 0.64 of the read limit as each sentence's own stripes, 0.80 so; 5461x16x384 0.69
+# and 0.83; 7710x16x300, off the lines, 0.58 and 0.79; two threads 4096x16x512 0.83 and 0.92).
+# Not longer rows (2048x16x1024: 0.75 and 0.71), nor more rows (T = 128: 0.93-1.0 either way),
+# nor in the cache (32x256x512 0.78-0.90 and 0.53-0.74).
+LONG_STRIPED_H = 512
+LONG_STRIPED_ROWS = 32
 # a sentence of at most FEW_ROWS rows of more than FEW_ROWS_COLUMNS numbers, in the cache, is
 # summed two vectors of columns at a time down all its rows, the sums in registers (``few_rows``,
 # csrc/weighted_rows.c: plain C, one thread, x in the L3, 64x16x768 0.77-0.80 of the read limit
@@ -305,13 +314,17 @@ def _stripes_sentences(b: int, t: int, h: int, n: int, group: int, split: int) -
     """Whether stripes read x of (B, T, H) on ``n`` threads, cut into units of ``group`` sentences
     (``split`` pieces each), as four stripes of whole sentences (see SENTENCE_STRIPES): from beyond
     the threads' L2, rows of at most STRIPED_COLUMNS numbers (AVX-512; off the 64-byte lines
-    too where the kernel reads them by straddling loads: ``_realigns``), sentences of at most a
-    quarter of STRIPED_NUMEL, whole sentences a unit, at least four of them (the kernel checks
-    the same)."""
+    too where the kernel reads them by straddling loads: ``_realigns``), or from DRAM, sentences
+    of at most LONG_STRIPED_ROWS rows of up to LONG_STRIPED_H numbers (on the lines or off them);
+    sentences of at most a quarter of STRIPED_NUMEL, whole sentences a unit, at least four of them
+    (the kernel checks the same, but for the rows' count)."""
+    short = h <= STRIPED_COLUMNS and (h % 16 == 0 or _realigns())
+    long = (
+        STRIPED_COLUMNS < h <= LONG_STRIPED_H and t <= LONG_STRIPED_ROWS and not _in_llc(b * t * h)
+    )
     return (
         not _in_l2(b * t * h, n)
-        and (h % 16 == 0 or _realigns())
-        and h <= STRIPED_COLUMNS
+        and (short or long)
         and _lanes() >= 16
         and 4 * t * h <= STRIPED_NUMEL
         and split == 1

@@ -45,7 +45,10 @@ SOURCES = (SOURCE, SOURCE.with_name("read_floats.c"))  # one library: the kernel
 # what the cached library's name hashes: the sources and the headers they include
 BUILT_FROM = (
     *SOURCES,
-    *(SOURCE.with_name(n) for n in ("vectors.h", "threads.h", "rows_off_lines.h", "short_rows.h")),
+    *(
+        SOURCE.with_name(n)
+        for n in ("vectors.h", "threads.h", "rows_off_lines.h", "short_rows.h", "long_sentences.h")
+    ),
 )
 ABI = 10  # weighted_rows_abi() in the source
 FLAGS = ("-O3", "-std=c99", "-ffp-contract=fast", "-fopenmp", "-shared", "-fPIC")

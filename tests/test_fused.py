@@ -199,7 +199,9 @@ def test_the_reason_says_how_the_kernel_reads_long_rows(monkeypatch):
         short = "it reads its short sentences four at a time"
         said = fused.fused_reason(*random_inputs(256, 32, 64, seed=4))  # 2 MiB of short rows
         assert (short in said) == (fused.native._lanes() >= 16) and "whole" not in said
-        assert short not in fused.fused_reason(*random_inputs(32, 32, 272, seed=4))  # longer
+        assert short not in fused.fused_reason(*random_inputs(32, 64, 272, seed=4))  # longer
+        said = fused.fused_reason(*random_inputs(64, 16, 384, seed=4))  # longer, but few of them
+        assert (short in said) == (fused.native._lanes() >= 16)
         said = fused.fused_reason(*random_inputs(64, 32, 256, seed=4))  # 2 MiB: two stripes
         assert ("its short sentences two at a time" in said) == (fused.native._lanes() >= 16)
     finally:

@@ -350,7 +350,7 @@ def test_the_plans_mode_bits_and_block_are_the_kernels():
     """native.py mirrors numbers the C source defines (the mode's bits, the columns of a block of
     running sums): a change on one side alone would plan for a kernel that is not there."""
     csrc = native_build.SOURCE.parent
-    sources = ("weighted_rows.c", "threads.h", "short_rows.h")
+    sources = ("weighted_rows.c", "threads.h", "short_rows.h", "long_sentences.h")
     text = "".join((csrc / n).read_text(encoding="utf-8") for n in sources)
     defined = {k: int(v) for k, v in re.findall(r"^#define (\w+) (\d+)\b", text, re.MULTILINE)}
     bit_names = ("PREFETCH", "OWN_L2", "TWO_STRIPES", "WHOLE_ROWS", "SENTENCE_STRIPES")
@@ -362,6 +362,7 @@ def test_the_plans_mode_bits_and_block_are_the_kernels():
         "FEW_ROWS",
         "FEW_ROWS_COLUMNS",
         "FEW_ROWS_WAYS",
+        "LONG_STRIPED_H",
     ):
         assert defined[name] == getattr(native, name), name
     bits = [getattr(native, name) for name in bit_names]

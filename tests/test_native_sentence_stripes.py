@@ -1,6 +1,7 @@
 """Short rows from beyond L2, read as four stripes of whole sentences
-(``striped_sentences`` in attnviz/csrc/short_rows.h, mode bit SENTENCE_STRIPES): the plan sets the
-bit where it applies, and each sentence gets the bits it gets in L2 (on the lines: one row after
+(``striped_sentences`` in attnviz/csrc/short_rows.h, mode bit SENTENCE_STRIPES), and longer rows
+in short sentences from memory (``striped_long_sentences``, csrc/long_sentences.h): the plan sets
+the bit where it applies, and each sentence gets the bits it gets in L2 (on the lines: one row after
 another, as tiles sum it; off them the same bits wherever it sits) and the float64 reference's
 sums, in groups of four stripes and the sentences left over, on one thread or two. x is small
 here: where it sits is what the plan is told."""
@@ -98,10 +99,41 @@ def test_rows_off_the_lines_give_each_sentence_the_same_bits_wherever_it_sits(
 
 
 @needs_avx512
+# longer rows (up to LONG_STRIPED_H), on the lines and off them; their sums in the L1
+@pytest.mark.parametrize("h", [272, 300, 384, 500, 512])
+@pytest.mark.parametrize("t", [1, 3, 16, 32])
+@pytest.mark.parametrize("b", [4, 7, 9, 37])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_longer_rows_from_memory_give_each_sentence_the_same_bits_wherever_it_sits(
+    h, t, b, threads, plan_as
+):
+    x, w = random_inputs(b, t, h, seed=h * 1000 + t * 10 + b + threads)
+    got, bits, group = plan_as("dram")(x, w, threads)
+    assert bits & 3 == native.STRIPES
+    assert bool(bits & native.SENTENCE_STRIPES) == (group >= 4)
+    if group >= 4:  # another stripe, another place for its sums, or left over: the same sums
+        moved, _, _ = plan_as("dram")(x.roll(1, 0).contiguous(), w.roll(1, 0).contiguous(), threads)
+        assert torch.equal(moved, got.roll(1, 0))
+        if h % 16 == 0:  # one row after another, as tiles sum it in L2
+            in_l2, tiled, _ = plan_as("l2")(x, w, 1)
+            assert tiled & 3 == native.TILES and torch.equal(got, in_l2)
+    assert_close(got, attnviz.reference(x, w).float(), rtol=1e-5, atol=1e-4)
+
+
+@needs_avx512
 @pytest.mark.parametrize(
     "b, t, h",
     # a group of STRIPED_NUMEL, then 2, 2, 3, 2 and 1 left (256: two stripes of sentences)
-    [(130, 64, 128), (2050, 32, 16), (1027, 16, 64), (66, 64, 256), (129, 32, 256)],
+    # (512 and 384: longer rows, 3 and 2 left)
+    [
+        (130, 64, 128),
+        (2050, 32, 16),
+        (1027, 16, 64),
+        (66, 64, 256),
+        (129, 32, 256),
+        (131, 16, 512),
+        (170, 16, 384),
+    ],
 )
 @pytest.mark.parametrize("threads", [1, 2])
 def test_groups_of_stripes_and_the_sentences_past_them(b, t, h, threads, plan_as):
@@ -130,10 +162,12 @@ def test_a_nan_stays_in_its_own_sentence(plan_as):
 @pytest.mark.parametrize(
     "b, t, h, why",
     [
-        (16, 32, 272, "rows longer than STRIPED_COLUMNS"),
-        (16, 32, 257, "rows off the lines longer than STRIPED_COLUMNS"),
+        (16, 33, 272, "more rows than LONG_STRIPED_ROWS, longer than STRIPED_COLUMNS"),
+        (16, 64, 257, "the same off the lines"),
+        (16, 8, 513, "rows longer than LONG_STRIPED_H"),
         (3, 64, 64, "fewer than four sentences"),
-        (4, 256, 1024, "rows longer than STRIPED_COLUMNS"),
+        (3, 16, 384, "fewer than four sentences"),
+        (4, 256, 1024, "rows longer than LONG_STRIPED_H"),
         (4, 8192, 64, "sentences longer than a quarter of STRIPED_NUMEL"),
     ],
 )
@@ -167,7 +201,12 @@ def test_the_plan_sets_the_bit_beyond_l2_only(monkeypatch):
             assert striped(1024, 64, 64, threads) == avx512  # 16 MiB
             assert striped(2048, 64, 100, threads) == realigns  # off the lines
             assert striped(1024, 64, 256, threads) == avx512  # two stripes of sentences
-            assert not striped(512, 64, 512, threads)  # longer rows
+            assert not striped(512, 64, 512, threads)  # longer rows, more than 32 a sentence
+            assert striped(8192, 16, 384, threads) == avx512  # 192 MiB: from memory
+            assert striped(8192, 32, 300, threads) == avx512  # off the lines
+            assert not striped(1024, 16, 384, threads)  # 24 MiB, in the cache
+            assert not striped(8192, 16, 640, threads)  # rows longer than LONG_STRIPED_H
+            assert not striped(8192, 33, 384, threads)  # more rows than LONG_STRIPED_ROWS
             assert not striped(8, 64, 64, threads)  # 128 KiB, in L2
         assert kind(8, 64, 64, 1) == native.TILES
         assert not striped(3, 4096, 64, 2)  # 3 MiB, sentences cut into pieces

@@ -59,11 +59,13 @@
  * It changes the order of the adds too. */
 #define BLOCK_SHIFT 8
 /* shape[6] | SENTENCE_STRIPES: short rows from beyond L2, whole sentences read as four stripes
- * (striped_sentences, short_rows.h; attnviz/native.py sets it) */
+ * (striped_sentences, short_rows.h; and rows up to LONG_STRIPED_H from DRAM in short sentences:
+ * striped_long_sentences, long_sentences.h; attnviz/native.py sets it) */
 #define SENTENCE_STRIPES 64
 
 #include "rows_off_lines.h" /* rows off the 64-byte lines (AVX-512, GCC) */
 #include "short_rows.h"     /* short rows on the lines, their sums in registers */
+#include "long_sentences.h" /* short sentences of long rows from DRAM */
 
 /* whole sentences s0 .. s1-1 (rows rows each, of h numbers) in tiles (mode 1): two at a time
  * (short_run_pair) where their rows are whole lines of at most PAIR_VECS vectors, else one at a
@@ -393,13 +395,18 @@ int weighted_rows_realigns(void) {
 #endif
 }
 
-/* out[s, c0:c1] for sentences s0 .. s1-1 (t rows each), in stripes (sum_rows); short rows off
+/* out[s, c0:c1] for sentences s0 .. s1-1 (t rows each), in stripes (sum_rows); with
+ * SENTENCE_STRIPES whole sentences as stripes of sentences where their rows allow; short rows off
  * the lines by one call of short_realigned_of for them all, not one a sentence (see there) */
 static void sum_sentences(const float *x, const float *w, float *out, long s0, long s1, long t,
                           long h, long c0, long c1, int how) {
     if ((how & SENTENCE_STRIPES) && c0 == 0 && c1 == h &&
         stripes_sentences(x + s0 * t * h, t, h)) {
         striped_sentences(x + s0 * t * h, w + s0 * t, out + s0 * h, s1 - s0, t, h);
+        return;
+    }
+    if ((how & SENTENCE_STRIPES) && c0 == 0 && c1 == h && stripes_long_sentences(t, h)) {
+        striped_long_sentences(x + s0 * t * h, w + s0 * t, out + s0 * h, s1 - s0, t, h);
         return;
     }
 #ifdef ALIGNED_STEPS

@@ -1,0 +1,103 @@
+/* Short sentences of longer rows from DRAM: four stripes of whole sentences, their sums in the L1.
+ * Part of the fused kernel, included by weighted_rows.c after what it uses: vectors.h, QUAD_VECS
+ * and STRIPED_NUMEL (short_rows.h; a header of it, not a library of its own).
+ *
+ * sum_rows reads a sentence's rows as four stripes, each a quarter of the sentence: a sentence of
+ * 16 rows of 384 numbers is four streams of 6 KiB that end where the next sentence's start, too
+ * short for memory to keep enough lines in flight. As striped_sentences does for rows of at most
+ * 2 * QUAD_VECS vectors (short_rows.h), a group of up to STRIPED_NUMEL numbers is cut here into
+ * four stripes of whole sentences, and each step reads row t of one sentence of every stripe:
+ * four streams each a quarter of the group long, as the read limit reads x. Rows this long do not
+ * fit in registers, so each sentence's running sums stay in the L1, a load and a store of them per
+ * row read. Each sentence is summed one row after another, so it gets the same bits whatever its
+ * group or stripe (the sentences past a group's equal stripes are summed alone, the same way).
+ *
+ * Measured (plain C, one thread, x of 128 MiB, medians of paired rounds against the read limit,
+ * each sentence's own stripes -> stripes of sentences): 7710x16x272 0.59 -> 0.75, 6553x16x320
+ * 0.64 -> 0.80, 3276x32x320 0.73 -> 0.87, 5461x16x384 0.69 -> 0.83, 2048x32x512 0.84 -> 0.89; two
+ * threads 0.60 -> 0.76, 0.64 -> 0.78, 5461x16x384 0.70 -> 0.80, 4096x16x512 0.83 -> 0.92. Not for
+ * longer rows: at H = 1024 the four sentences' sums and rows share the L1's sets (rows 4 KiB
+ * apart) and evict each other, 0.75 -> 0.71 (2048x16x1024), and 640 gained at T = 16 and lost at
+ * 32-64; nor for more rows (T = 64-128 alike either way), nor in the cache (32x256x512 in the L3,
+ * 0.78-0.90 -> 0.53-0.74). Asking for the lines ahead cost 20-30% here. (A call of few rows also
+ * writes B x H numbers, which the read limit does not: with 16 rows a sentence, a sixteenth of x
+ * more, twice over as each line of out is read before it is written.) */
+#ifndef ATTNVIZ_LONG_SENTENCES_H
+#define ATTNVIZ_LONG_SENTENCES_H
+
+#include <stdint.h>
+
+#include "vectors.h"
+
+#define LONG_STRIPED_H 512 /* the longest rows (numbers) read so */
+
+/* Stripe k's sums: room + k * LONG_ROOM_STEP + a place on the page (k + 1) fifths of g past the
+ * rows' (the rows' places are g bytes apart: see running_sums, weighted_rows.c), away from the
+ * rows and from the other stripes' sums, as a load whose address matches a waiting store's in its
+ * last 12 bits waits for that store. */
+#define LONG_ROOM_STEP (LONG_STRIPED_H * 4 + 4096)
+static inline float *long_sums(const float *x, long h, float *room, int k) {
+    const long hb = (h * 4) & 4095, g = hb ? (hb & -hb) : 4096;
+    const long at = ((long)((uintptr_t)x & 4095) + (k + 1) * g / 5) % g / 64 * 64;
+    return (float *)((char *)room + k * LONG_ROOM_STEP + at);
+}
+
+/* row t of sentences 0, q, 2q and 3q from x (k_st of them: four, or one for a sentence alone) in
+ * each step, each into its sums in room, then copied to s, s + q * h, ... */
+static inline __attribute__((always_inline)) void long_run(const float *restrict x,
+                                                          const float *restrict w, float *s,
+                                                          long q, long rows, long h, float *room,
+                                                          const int k_st) {
+    const long dx = q * rows * h, dw = q * rows, nv = h / VL; /* from one stripe to the next */
+    float *a[4];
+    for (int k = 0; k < k_st; k++) {
+        a[k] = long_sums(x, h, room, k);
+        for (long j = 0; j < h; j++) a[k][j] = 0.0f;
+    }
+    for (long t = 0; t < rows; t++) {
+        const float *r = x + t * h;
+        float u[4];
+        for (int k = 0; k < k_st; k++) u[k] = w[k * dw + t];
+        long v = 0;
+        for (; v + 2 <= nv; v += 2) /* two vectors of each stripe a step, as sum_rows_of */
+            _Pragma("GCC unroll 4") for (int k = 0; k < k_st; k++) {
+                const vecfu *p = (const vecfu *)(r + k * dx) + v;
+                vecfu *c = (vecfu *)a[k] + v;
+                c[0] += u[k] * p[0];
+                c[1] += u[k] * p[1];
+            }
+        for (; v < nv; v++)
+            for (int k = 0; k < k_st; k++)
+                ((vecfu *)a[k])[v] += u[k] * ((const vecfu *)(r + k * dx))[v];
+        for (long j = nv * VL; j < h; j++) /* rows off the vectors: the last numbers */
+            for (int k = 0; k < k_st; k++) a[k][j] += u[k] * r[k * dx + j];
+    }
+    for (int k = 0; k < k_st; k++)
+        for (long j = 0; j < h; j++) s[k * q * h + j] = a[k][j];
+}
+
+/* whether whole sentences of `rows` rows of h numbers are summed by striped_long_sentences (with
+ * the mode's SENTENCE_STRIPES): rows longer than striped_sentences takes, at most LONG_STRIPED_H,
+ * sentences of at most a quarter of STRIPED_NUMEL */
+static inline int stripes_long_sentences(long rows, long h) {
+    return h > 2 * QUAD_VECS * VL && h <= LONG_STRIPED_H && 4 * rows * h <= STRIPED_NUMEL;
+}
+
+/* out[s, :] for `count` whole sentences from x, in groups of four stripes of STRIPED_NUMEL
+ * numbers at most; the sentences past a group's equal stripes one at a time, with the same bits */
+static void striped_long_sentences(const float *x, const float *w, float *out, long count,
+                                   long rows, long h) {
+    float room[4 * LONG_ROOM_STEP / 4] __attribute__((aligned(4096)));
+    const long per = rows * h, group = STRIPED_NUMEL / per / 4 * 4; /* sentences a group */
+    for (long g0 = 0; g0 < count; g0 += group) {
+        const long n = count - g0 < group ? count - g0 : group, q = n / 4;
+        const float *xg = x + g0 * per, *wg = w + g0 * rows;
+        float *og = out + g0 * h;
+        for (long j = 0; j < q; j++)
+            long_run(xg + j * per, wg + j * rows, og + j * h, q, rows, h, room, 4);
+        for (long s = 4 * q; s < n; s++)
+            long_run(xg + s * per, wg + s * rows, og + s * h, 0, rows, h, room, 1);
+    }
+}
+
+#endif
