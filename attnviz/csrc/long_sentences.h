@@ -19,15 +19,17 @@
  * longer rows: at H = 1024 the four sentences' sums and rows share the L1's sets (rows 4 KiB
  * apart) and evict each other, 0.75 -> 0.71 (2048x16x1024), and 640 gained at T = 16 and lost at
  * 32-64; nor for more rows (T = 64-128 alike either way), nor in the cache (32x256x512 in the L3,
- * 0.78-0.90 -> 0.53-0.74). Asking for the lines ahead cost 20-30% here. (A call of few rows also
- * writes B x H numbers, which the read limit does not: with 16 rows a sentence, a sixteenth of x
- * more, twice over as each line of out is read before it is written.) */
+ * 0.78-0.90 -> 0.53-0.74). Asking for the lines ahead cost 20-30% here. From DRAM the sums are
+ * written to out past the caches (stream_vec). */
 #ifndef ATTNVIZ_LONG_SENTENCES_H
 #define ATTNVIZ_LONG_SENTENCES_H
 
 #include <stdint.h>
 
 #include "vectors.h"
+#if defined(__AVX__)
+#include <immintrin.h> /* non-temporal stores: _mm512_stream_ps, _mm256_stream_ps, _mm_sfence */
+#endif
 
 #define LONG_STRIPED_H 512 /* the longest rows (numbers) read so */
 
@@ -42,12 +44,38 @@ static inline float *long_sums(const float *x, long h, float *room, int k) {
     return (float *)((char *)room + k * LONG_ROOM_STEP + at);
 }
 
+/* v stored at p, 4 * VL bytes aligned, past the caches (a non-temporal store: its line is not
+ * read first), where the CPU has such stores of VL numbers; else stored as usual. A call on short
+ * sentences writes a sizeable output: B x H numbers for T times as many read, and a store to a
+ * line not in the cache reads the line from memory first, so each is moved twice. Plain C, one
+ * thread, 128 MiB, medians of paired rounds, stored so against as usual: 4096x16x512 0.77-0.87 ->
+ * 0.85-0.97 of the read limit, 5461x16x384 0.73-0.86 -> 0.80-0.99, 8192x8x512 0.70 -> 0.82,
+ * 10922x8x384 0.72 -> 0.92-0.96; rows off the lines, their whole lines so and the rest as
+ * usual: 7710x16x300 0.83 -> 0.86, 4194x16x500 0.81 -> 0.91. (Not for striped_sentences, whose
+ * sums are in registers: 16384x16x128 0.94 -> 0.93, 8192x16x256 0.88 -> 0.84, 2048x64x128 1.00 ->
+ * 0.96.) */
+static inline void stream_vec(float *p, vecf v) {
+#if defined(__AVX512F__) && VL == 16
+    _mm512_stream_ps(p, (__m512)v);
+#elif defined(__AVX__) && VL == 8
+    _mm256_stream_ps(p, (__m256)v);
+#else
+    *(vecfu *)p = v;
+#endif
+}
+static inline void stream_fence(void) { /* the streamed stores ordered before what follows */
+#if defined(__AVX__)
+    _mm_sfence();
+#endif
+}
+
 /* row t of sentences 0, q, 2q and 3q from x (k_st of them: four, or one for a sentence alone) in
- * each step, each into its sums in room, then copied to s, s + q * h, ... */
+ * each step, each into its sums in room, then copied to s, s + q * h, ... (past the caches where
+ * `stream`: see stream_vec) */
 static inline __attribute__((always_inline)) void long_run(const float *restrict x,
                                                           const float *restrict w, float *s,
                                                           long q, long rows, long h, float *room,
-                                                          const int k_st) {
+                                                          const int k_st, int stream) {
     const long dx = q * rows * h, dw = q * rows, nv = h / VL; /* from one stripe to the next */
     float *a[4];
     for (int k = 0; k < k_st; k++) {
@@ -72,8 +100,16 @@ static inline __attribute__((always_inline)) void long_run(const float *restrict
         for (long j = nv * VL; j < h; j++) /* rows off the vectors: the last numbers */
             for (int k = 0; k < k_st; k++) a[k][j] += u[k] * r[k * dx + j];
     }
-    for (int k = 0; k < k_st; k++)
-        for (long j = 0; j < h; j++) s[k * q * h + j] = a[k][j];
+    for (int k = 0; k < k_st; k++) {
+        float *d = s + k * q * h;
+        long j = 0;
+        if (stream) { /* whole vectors on the lines past the caches, the rest as usual */
+            const long lo = (long)((4 * VL - (uintptr_t)d % (4 * VL)) % (4 * VL)) / 4;
+            for (; j < lo && j < h; j++) d[j] = a[k][j];
+            for (; j + VL <= h; j += VL) stream_vec(d + j, *(const vecfu *)(a[k] + j));
+        }
+        for (; j < h; j++) d[j] = a[k][j];
+    }
 }
 
 /* whether whole sentences of `rows` rows of h numbers are summed by striped_long_sentences (with
@@ -84,9 +120,10 @@ static inline int stripes_long_sentences(long rows, long h) {
 }
 
 /* out[s, :] for `count` whole sentences from x, in groups of four stripes of STRIPED_NUMEL
- * numbers at most; the sentences past a group's equal stripes one at a time, with the same bits */
+ * numbers at most; the sentences past a group's equal stripes one at a time, with the same bits;
+ * out stored past the caches where `stream` (x from DRAM: see stream_vec) */
 static void striped_long_sentences(const float *x, const float *w, float *out, long count,
-                                   long rows, long h) {
+                                   long rows, long h, int stream) {
     float room[4 * LONG_ROOM_STEP / 4] __attribute__((aligned(4096)));
     const long per = rows * h, group = STRIPED_NUMEL / per / 4 * 4; /* sentences a group */
     for (long g0 = 0; g0 < count; g0 += group) {
@@ -94,10 +131,12 @@ static void striped_long_sentences(const float *x, const float *w, float *out, l
         const float *xg = x + g0 * per, *wg = w + g0 * rows;
         float *og = out + g0 * h;
         for (long j = 0; j < q; j++)
-            long_run(xg + j * per, wg + j * rows, og + j * h, q, rows, h, room, 4);
+            long_run(xg + j * per, wg + j * rows, og + j * h, q, rows, h, room, 4, stream);
         for (long s = 4 * q; s < n; s++)
-            long_run(xg + s * per, wg + s * rows, og + s * h, 0, rows, h, room, 1);
+            long_run(xg + s * per, wg + s * rows, og + s * h, 0, rows, h, room, 1, stream);
     }
+    if (stream)
+        stream_fence();
 }
 
 #endif

@@ -238,19 +238,19 @@ static inline __attribute__((always_inline)) void sum_rows_of(
 }
 
 /* s[0:cols] = sum over t < rows of w[t] * x[t*h : t*h + cols] for a sentence of few rows (at most
- * FEW_ROWS) longer than FEW_ROWS_COLUMNS numbers, in the cache (few_rows_apply): each two vectors of columns summed
- * down all the rows at once (two chains, even and odd rows), their sums in registers and stored
- * once; the last cols % VL columns one at a time. As stripes, such a sentence is four stripes of
- * a few rows, their sums loaded and stored every step, and the steps too few to keep many lines
- * in flight (plain C, one thread, medians of paired rounds, x in the L3: 64x16x768 0.77-0.80 of
- * the read limit, 0.83-0.86 so; 64x16x777 0.57-0.58 and 0.71; 128x12x1000 0.61-0.64 and 0.75;
- * 64x4x1024 0.51 and 0.73). Not with more rows (64x24x768 0.79 against 0.83, 64x32x512 0.68
- * against 0.82: too many rows read side by side), nor from DRAM (4096x8x777 0.60 against 0.66).
- * Nor where more than FEW_ROWS_WAYS rows lie at one place on a 4 KiB page (rows 4 KiB apart:
- * 9 or more; 2 KiB: 17 or more): a pair of vectors down all the rows then meets more lines in one
- * set of the L1 than it has ways (8 on Zen 4, 12 on recent Intel cores), and they evict each
- * other (32x16x1024 0.58, stripes 0.82; 16x16x2048 0.57 and 0.76; 64x8x1024 0.74 and 0.68).
- * A call also writes B x H numbers, which the read limit does not: with 16 rows a sentence the
+ * FEW_ROWS) longer than FEW_ROWS_COLUMNS numbers, in the cache (few_rows_apply): each two vectors
+ * of columns summed down all the rows at once (two chains, even and odd rows), their sums in
+ * registers and stored once; the last cols % VL columns one at a time. As stripes, such a sentence
+ * is four stripes of a few rows, their sums loaded and stored every step, and the steps too few to
+ * keep many lines in flight (plain C, one thread, medians of paired rounds, x in the L3: 64x16x768
+ * 0.77-0.80 of the read limit, 0.83-0.86 so; 64x16x777 0.57-0.58 and 0.71; 128x12x1000 0.61-0.64
+ * and 0.75; 64x4x1024 0.51 and 0.73). Not with more rows (64x24x768 0.79 against 0.83, 64x32x512
+ * 0.68 against 0.82: too many rows read side by side), nor from DRAM (4096x8x777 0.60 against
+ * 0.66). Nor where more than FEW_ROWS_WAYS rows lie at one place on a 4 KiB page (rows 4 KiB
+ * apart: 9 or more; 2 KiB: 17 or more): a pair of vectors down all the rows then meets more lines
+ * in one set of the L1 than it has ways (8 on Zen 4, 12 on recent Intel cores), and they evict
+ * each other (32x16x1024 0.58, stripes 0.82; 16x16x2048 0.57 and 0.76; 64x8x1024 0.74 and 0.68). A
+ * call also writes B x H numbers, which the read limit does not: with 16 rows a sentence the
  * output is a sixteenth of x, with 2 a half. */
 #define FEW_ROWS 20
 #define FEW_ROWS_COLUMNS 256
@@ -406,7 +406,8 @@ static void sum_sentences(const float *x, const float *w, float *out, long s0, l
         return;
     }
     if ((how & SENTENCE_STRIPES) && c0 == 0 && c1 == h && stripes_long_sentences(t, h)) {
-        striped_long_sentences(x + s0 * t * h, w + s0 * t, out + s0 * h, s1 - s0, t, h);
+        striped_long_sentences(x + s0 * t * h, w + s0 * t, out + s0 * h, s1 - s0, t, h,
+                               (how & WHOLE_ROWS) != 0); /* from DRAM: out past the caches */
         return;
     }
 #ifdef ALIGNED_STEPS
