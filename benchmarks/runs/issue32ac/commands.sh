@@ -23,8 +23,10 @@ git checkout -q c7fa949
 run_python 6553x16x320,5461x16x384,4096x16x512,7710x16x300,8192x8x512,10922x8x384,2048x16x1024 \
     > $out/stream_python.txt
 
-# plain C: medians_ab.c (two trees, one process, outputs aligned as PyTorch's), each tree's
-# weighted_rows.c built with its entry points renamed, as in ../issue32aa/commands.sh
+# plain C: ../issue32aa/medians_ab.c (two trees, one process) with its outputs 4 KiB-aligned, as
+# PyTorch's are at least 64-byte aligned (the streamed stores of long_sentences.h need whole lines;
+# malloc's large blocks start 16 bytes past a page); each tree's weighted_rows.c built with its entry
+# points renamed, as in ../issue32aa/commands.sh
 flags=$("$py" -c '
 from attnviz import native_build as nb
 print(" ".join(f for f in (*nb.FLAGS, *nb.NATIVE_FLAGS) if f != "-shared"))')
@@ -43,8 +45,12 @@ build /tmp/wt_before a
 build "$PWD" b
 # shellcheck disable=SC2086
 cc $flags -c attnviz/csrc/read_floats.c -o "$work/rf.o"
+big='(b\*h\*4+4095)\/4096\*4096'
+sed "s/\*oa=malloc(b\*h\*4),\*ob=malloc(b\*h\*4)/*oa=aligned_alloc(4096,$big),*ob=aligned_alloc(4096,$big)/" \
+    benchmarks/runs/issue32aa/medians_ab.c > "$work/medians_ab.c"
+grep -q "oa=aligned_alloc" "$work/medians_ab.c" # the edit found its target
 # shellcheck disable=SC2086
-cc $flags -o "$work/ab" $out/medians_ab.c "$work/a.o" "$work/b.o" "$work/rf.o" -lm
+cc $flags -o "$work/ab" "$work/medians_ab.c" "$work/a.o" "$work/b.o" "$work/rf.o" -lm
 # plain_c.txt: A before, B now; mode 32 (WHOLE_ROWS, from DRAM) for A, 96 (and SENTENCE_STRIPES)
 # for B where the plan sets it, units of 4 MiB as the read limit's from DRAM; 128 MiB of x
 {
