@@ -317,7 +317,7 @@ def _stripes_sentences(b: int, t: int, h: int, n: int, group: int, split: int) -
     too where the kernel reads them by straddling loads: ``_realigns``), or from DRAM, sentences
     of at most LONG_STRIPED_ROWS rows of up to LONG_STRIPED_H numbers (on the lines or off them);
     sentences of at most a quarter of STRIPED_NUMEL, whole sentences a unit, at least four of them
-    (the kernel checks the same, but for the rows' count)."""
+    (the kernel checks the same, but for the rows' count and where x sits)."""
     short = h <= STRIPED_COLUMNS and (h % 16 == 0 or _realigns())
     long = (
         STRIPED_COLUMNS < h <= LONG_STRIPED_H and t <= LONG_STRIPED_ROWS and not _in_llc(b * t * h)

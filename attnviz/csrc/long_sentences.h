@@ -15,12 +15,12 @@
  * Measured (plain C, one thread, x of 128 MiB, medians of paired rounds against the read limit,
  * each sentence's own stripes -> stripes of sentences): 7710x16x272 0.59 -> 0.75, 6553x16x320
  * 0.64 -> 0.80, 3276x32x320 0.73 -> 0.87, 5461x16x384 0.69 -> 0.83, 2048x32x512 0.84 -> 0.89; two
- * threads 0.60 -> 0.76, 0.64 -> 0.78, 5461x16x384 0.70 -> 0.80, 4096x16x512 0.83 -> 0.92. Not for
- * longer rows: at H = 1024 the four sentences' sums and rows share the L1's sets (rows 4 KiB
- * apart) and evict each other, 0.75 -> 0.71 (2048x16x1024), and 640 gained at T = 16 and lost at
- * 32-64; nor for more rows (T = 64-128 alike either way), nor in the cache (32x256x512 in the L3,
- * 0.78-0.90 -> 0.53-0.74). Asking for the lines ahead cost 20-30% here. From DRAM the sums are
- * written to out past the caches (stream_vec). */
+ * threads 7710x16x272 0.60 -> 0.76, 6553x16x320 0.64 -> 0.78, 5461x16x384 0.70 -> 0.80,
+ * 4096x16x512 0.83 -> 0.92. Not for longer rows: at H = 1024 the four sentences' sums and rows
+ * share the L1's sets (rows 4 KiB apart) and evict each other, 0.75 -> 0.71 (2048x16x1024), and
+ * 640 gained at T = 16 and lost at 32-64; nor for more rows (T = 64-128 alike either way), nor
+ * in the cache (32x256x512 in the L3, 0.78-0.90 -> 0.53-0.74). Asking for the lines ahead cost
+ * 20-30% here. From DRAM the sums are written to out past the caches (stream_vec). */
 #ifndef ATTNVIZ_LONG_SENTENCES_H
 #define ATTNVIZ_LONG_SENTENCES_H
 
