@@ -79,3 +79,14 @@ cc $flags -o "$work/ab" "$work/medians_ab.c" "$work/a.o" "$work/b.o" "$work/rf.o
 # The variants measured and not kept (rows of 1024 and 640, two stripes and one, asking ahead,
 # the streamed stores for striped_sentences and for the stripes of each sentence) were built from
 # the tree with that line edited; their numbers are in RESULTS.md.
+
+# llc_as_python.txt: the plan told the last-level cache is 28 MiB (llc_as.py), against the machine's
+# 32, one thread, twice, alternating (at 660bb87)
+S=1024x16x512,8x1024x1024,16x512x1024,64x128x1024,128x256x256,2048x8x512
+for i in 1 2; do for llc in 32 28; do
+    echo "== llc $llc run $i"
+    "$py" $out/llc_as.py $llc --device cpu --threads 1 --methods fused --sizes $S --rounds 11 2>&1 |
+        grep -E "^cpu .*fused" | cut -c1-100
+done; done > $out/llc_as_python.txt
+# default_end_t1.txt, default_end_t2.txt: the default run at the end (at a187fc7)
+for t in 1 2; do "$py" -m attnviz.bench --device cpu --threads $t > $out/default_end_t$t.txt 2>&1; done
