@@ -195,7 +195,7 @@ def test_a_killed_replicas_students_keep_their_view_and_their_next_click(server)
         assert run.ok and "**Step 3 of" in run.text()
 
         clicker.click("pg_next")  # the click is the first thing the new replica hears
-        # attnviz.ui.resume runs it as the whole page: the click counted
+        # compat.py's fragment_resume runs it as the whole page: the click counted
         run = clicker.rerun(timeout=15)
         assert run.ok and "**Step 4 of" in run.text()
         assert "could not use" not in run.text()  # the callback found the state rebuilt first

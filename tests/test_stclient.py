@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -139,10 +140,30 @@ def test_a_refused_cell_keeps_the_last_valid_example(url):
 
 
 def test_a_click_in_a_fragment_the_session_does_not_hold_runs_the_page(url):
-    """What a browser sends first after a failover (attnviz.ui.resume): the whole page runs."""
+    """What a browser sends first after a failover (compat.py, fragment_resume): the whole page runs."""
     with Session(url) as other:  # app.py installs the rule on its first run in a process
         assert other.rerun().ok
     with Session(url) as s:
         run = s.rerun(fragment_id="a-fragment-of-another-replica")
     assert run.ok and run.status == "FINISHED_SUCCESSFULLY"
     assert TITLE in run.text()
+
+
+@pytest.mark.parametrize("key, shown", [("wt_next", 3), ("wt_back", 1), ("wt_last", None)])
+def test_a_slide_button_pressed_first_on_a_rebuilt_session_moves_the_slide(url, key, shown):
+    """A failover's first press on the Walkthrough: the browser's first message to the replica
+    that rebuilds the session from its link is the press, before any run there drew the buttons
+    (or those runs were cut short by the next request), so Streamlit knows no callback for them.
+    The press still moves the slide, once (a teacher's → right after a reconnect was lost so)."""
+    with Session(url, path="walkthrough", query_string="slide=2") as s:
+        run = s.rerun()
+        assert run.ok
+        n = int(re.search(r"\*\*Slide 2 of (\d+)\*\*", run.text())[1])
+        s.close()
+        s.connect()  # a new session on the server, which has never run this page for it
+        s.click(key)
+        run = s.rerun(timeout=30)
+        assert run.ok
+        assert f"**Slide {shown or n} of {n}**" in run.text()
+        run = s.rerun()  # the press is counted once
+        assert f"**Slide {shown or n} of {n}**" in run.text()

@@ -203,7 +203,7 @@ def step_controls(n_steps: int) -> tuple[int, bool]:
     )
     if (back or ahead) and not st.session_state.pop("pg_step_moved", False):
         # A click whose callback could not run: the session was rebuilt on another replica
-        # (attnviz.ui.resume), where the buttons did not exist yet. The click still counts, and
+        # (compat.py, fragment_resume), where the buttons did not exist yet. The click still counts, and
         # the page runs again: the buttons above were drawn for the step before it, so the next
         # click on Next would have gone to the step it shows (a lost click). The move leaves
         # pg_step_moved set, so the rerun cannot count the click a second time.

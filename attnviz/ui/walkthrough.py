@@ -238,14 +238,16 @@ def go_to(n: int, *, to: int) -> None:
     two slides. A press applied twice lands on the same slide."""
     ss = st.session_state
     ss["wt_notice"] = None
+    ss["wt_pressed"] = True  # the press was heard (see _nav)
     to = min(max(int(to), 1), n)
     if live_class.moved(to, n):  # a teacher's move is in the store first, or not made at all
         ss["wt_slide"] = to
 
 
 def _nav(k: int, n: int) -> None:
+    ss = st.session_state
     with st.container(key="wt_nav", horizontal=True, vertical_alignment="center", gap="small"):
-        st.button(
+        first = st.button(
             "First",
             key="wt_first",
             on_click=callback(go_to, "wt_", reset=False),
@@ -254,7 +256,7 @@ def _nav(k: int, n: int) -> None:
             disabled=k == 1,
             icon=":material/first_page:",
         )
-        st.button(
+        back = st.button(
             "Back",
             key="wt_back",
             on_click=callback(go_to, "wt_", reset=False),
@@ -263,7 +265,7 @@ def _nav(k: int, n: int) -> None:
             disabled=k == 1,
             icon=":material/arrow_back:",
         )
-        st.button(
+        ahead = st.button(
             "Next",
             key="wt_next",
             on_click=callback(go_to, "wt_", reset=False),
@@ -273,7 +275,7 @@ def _nav(k: int, n: int) -> None:
             icon=":material/arrow_forward:",
             type="primary",
         )
-        st.button(
+        last = st.button(
             "Last",
             key="wt_last",
             on_click=callback(go_to, "wt_", reset=False),
@@ -282,6 +284,16 @@ def _nav(k: int, n: int) -> None:
             disabled=k == n,
             icon=":material/last_page:",
         )
+        if (first or back or ahead or last) and not ss.pop("wt_pressed", False):
+            # A press whose callback Streamlit could not run: the session was rebuilt on
+            # another replica (a failover) and its runs so far ended before these buttons were
+            # drawn, so Streamlit knew no callback for them (a teacher's → right after the
+            # reconnect). The press still counts, for the slide it was drawn for; the page runs
+            # again from there. The move leaves wt_pressed set: the rerun cannot count it twice.
+            to = 1 if first else k - 1 if back else k + 1 if ahead else n
+            callback(go_to, "wt_", reset=False)(n, to=to)
+            st.rerun()
+        ss.pop("wt_pressed", None)
         st.markdown(f"**Slide {k} of {n}**")
         live_class.tools()  # the teacher's menu, in a class only
 
