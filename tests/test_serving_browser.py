@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
 from scripts import serve
@@ -67,16 +68,24 @@ _PAGE_STATE = """() => {
 
 def _press_to(page, runs: Runs, key: str, text: str) -> None:
     """A presenter's key press, then ``text`` on the page; when it does not come, the failure
-    says where the focus was, whether Next was usable, the page's notices, who hears keys, and
-    how many runs the server finished after the press (none: the press never reached it)."""
+    says where the focus was, whether Next was usable, the page's notices, who hears keys, how
+    many runs the server finished after the press, which runs and presses the page sent after it
+    (none: the press never left the browser) and what its console logged."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-    seen = runs.finished
+    seen, sent, errors = runs.finished, len(runs.sent), len(runs.errors)
     page.keyboard.press(key)
     try:
         page.get_by_text(text, exact=True).wait_for(timeout=WAIT_MS)
     except PlaywrightTimeout:
-        state = dict(page.evaluate(_PAGE_STATE), runs_after_the_press=runs.finished - seen)
+        asked = runs.sent[sent:]
+        state = dict(
+            page.evaluate(_PAGE_STATE),
+            runs_after_the_press=runs.finished - seen,
+            sent_after_the_press=[a for a in asked if a != "poll"][:20],
+            polls_sent=asked.count("poll"),
+            console=runs.errors[errors:][-8:],
+        )
         raise AssertionError(f"{key} did not bring {text!r}: {state}") from None
 
 
@@ -106,15 +115,38 @@ def _shows_step(page, k: int) -> None:
 
 
 class Runs:
-    """Counts the script runs the page's websockets report finished (ForwardMsg script_finished)."""
+    """Counts the script runs the page's websockets report finished (ForwardMsg script_finished),
+    and keeps what the page asked of the server (each rerun it sent: a fragment's poll or a whole
+    run, and the buttons it pressed) and the errors its console logged, for a failure to say."""
 
     def __init__(self, page) -> None:
         self.page, self.sockets, self.finished = page, 0, 0
+        self.sent: list[str] = []
+        self.errors: list[str] = []
         page.on("websocket", self._socket)
+        page.on("console", self._console)
 
     def _socket(self, ws) -> None:
         self.sockets += 1
         ws.on("framereceived", self._frame)
+        ws.on("framesent", self._sent)
+        ws.on("close", lambda _ws: self.sent.append("closed"))
+
+    def _sent(self, payload) -> None:
+        if isinstance(payload, (bytes, bytearray)):
+            msg = BackMsg()
+            msg.ParseFromString(bytes(payload))
+            if msg.WhichOneof("type") == "rerun_script":
+                state = msg.rerun_script
+                pressed = [
+                    w.id.rsplit("-", 1)[-1] for w in state.widget_states.widgets if w.trigger_value
+                ]
+                kind = "poll" if state.is_auto_rerun else "fragment" if state.fragment_id else "run"
+                self.sent.append(kind + (f"{pressed}" if pressed else ""))
+
+    def _console(self, message) -> None:
+        if message.type in ("error", "warning"):
+            self.errors.append(message.text[:300])
 
     def _frame(self, payload) -> None:
         if isinstance(payload, (bytes, bytearray)):
