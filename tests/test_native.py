@@ -369,6 +369,10 @@ def test_the_plans_mode_bits_and_block_are_the_kernels():
     assert all(b & 3 == 0 for b in bits) and len({*bits}) == len(bits)  # apart from the kind
     assert all(b & (b - 1) == 0 for b in bits)  # one bit each
     assert max(bits) < 1 << native.BLOCK_SHIFT  # below the block
+    # the kernel's own bit (whole sentences' sums from DRAM past the caches): none of the plan's
+    stream = defined["STREAM_OUT"]
+    assert stream & (stream - 1) == 0 and stream & (sum(bits) | 3) == 0
+    assert stream < 1 << native.BLOCK_SHIFT
     assert 0 < native.EVEN_BLOCK <= defined["DRAM_BLOCK_H"]
 
 

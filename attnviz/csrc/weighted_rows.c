@@ -62,6 +62,9 @@
  * (striped_sentences, short_rows.h; and rows up to LONG_STRIPED_H from DRAM in short sentences:
  * striped_long_sentences, long_sentences.h; attnviz/native.py sets it) */
 #define SENTENCE_STRIPES 64
+/* set by sum_sentences, not by the plan (below BLOCK_SHIFT, unused by the mode): whole sentences'
+ * sums from DRAM (WHOLE_ROWS) written to out past the caches (sum_rows_of, stream) */
+#define STREAM_OUT 128
 
 #include "rows_off_lines.h" /* rows off the 64-byte lines (AVX-512, GCC) */
 #include "short_rows.h"     /* short rows on the lines, their sums in registers */
@@ -118,6 +121,15 @@ static inline float *running_sums(const float *row, float *acc, long h, long n, 
     return (float *)((char *)room + at);
 }
 
+/* room for the running sums where they are written to acc past the caches (sum_rows_of's
+ * stream): running_sums' place g / 2 past the rows', wherever acc lies; acc where it does not
+ * fit */
+static inline float *room_sums(const float *row, float *acc, long h, long n, float *room) {
+    const long hb = (h * 4) & 4095, g = hb ? (hb & -hb) : 4096;
+    const long at = (long)(((uintptr_t)row & 4095) + g / 2) % g;
+    return at + 4 * n > ROOM_BYTES ? acc : (float *)((char *)room + at);
+}
+
 /* s[0:cols] = sum over t < rows of w[t] * x[t*h : t*h + cols] (rows h numbers apart)
  *
  * The rows are read as four stripes side by side: stripe k is rows k*st .. k*st + st-1 (st =
@@ -156,10 +168,18 @@ static inline float *running_sums(const float *row, float *acc, long h, long n, 
  * 0.79-0.85 (H = 2304-8192, 6-8 MiB, one thread; a block of 2048 and what is left); there the plan
  * gives the block (BLOCK_SHIFT): the whole row, two stripes, where three rows fit in the L1 (H =
  * 2304 0.91, 2560 0.87-0.89), else even blocks of 1024 or 512 numbers, four stripes (H = 3072,
- * 4096, 5120, 8192: 0.86-0.90; 3584 in blocks of 512: 0.84-0.85). */
+ * 4096, 5120, 8192: 0.86-0.90; 3584 in blocks of 512: 0.84-0.85).
+ *
+ * stream = 1 (whole sentences from DRAM, STREAM_OUT): each block's sums are kept in room, the last
+ * rows % 4 rows added there too, in the same order, and written to s past the caches (stream_vec,
+ * long_sentences.h): a store to a line not in the cache reads it from memory first, and the output
+ * is a T-th of x. Plain C, one thread, 128 MiB, medians of paired rounds against the read limit:
+ * 2048x16x1024 0.81 -> 0.83, 1024x32x1024 0.88 -> 0.91, 1024x16x2048 0.86 -> 0.89, 4096x8x1024
+ * 0.63 -> 0.68, 512x16x4096 0.84 -> 0.88; 2048x16x768 0.75 and 0.73. */
 static inline __attribute__((always_inline)) void sum_rows_of(
     const float *restrict x, const float *restrict w, float *restrict s, long rows, long h,
-    long cols, long block, const int ahead, const int two, float *restrict room) {
+    long cols, long block, const int ahead, const int two, float *restrict room,
+    const int stream) {
     if (cols % 16 == 0 && cols <= SHORT_COLUMNS && h % 16 == 0 && ((uintptr_t)x & 63) == 0) {
         short_rows_of(x, w, s, rows, h, cols, 0); /* whole lines, few enough for registers */
         return;
@@ -182,7 +202,9 @@ static inline __attribute__((always_inline)) void sum_rows_of(
         /* two vectors of each stripe a step, as read_block: from L3 at 16-24 MiB 2-12% faster
          * than the loop below, vectorized a vector a step (plain C) */
         const int pairs = n % (2 * VL) == 0 && d % VL == 0;
-        float *const at = pairs ? running_sums(x + j0, acc, h, n, room) : acc; /* acc or room */
+        float *const at = !pairs  ? acc
+                          : stream ? room_sums(x + j0, acc, h, n, room)
+                                   : running_sums(x + j0, acc, h, n, room); /* acc or room */
         for (long j = 0; j < n; j++) at[j] = 0.0f;
         long i = 0;
         if (pairs) {
@@ -212,6 +234,19 @@ static inline __attribute__((always_inline)) void sum_rows_of(
                     va[v] += a0;
                     va[v + 1] += a1;
                 }
+            }
+            if (stream && at != acc) { /* the last rows in room too, then past the caches */
+                for (long t = k_st * st; t < rows; t++) {
+                    const float *restrict r = x + t * h + j0;
+                    const float w0 = w[t];
+                    for (long j = 0; j < n; j++) at[j] += w0 * r[j];
+                }
+                long j = 0; /* whole vectors on the lines past the caches, the rest as usual */
+                const long lo = (long)((4 * VL - (uintptr_t)acc % (4 * VL)) % (4 * VL)) / 4;
+                for (; j < lo && j < n; j++) acc[j] = at[j];
+                for (; j + VL <= n; j += VL) stream_vec(acc + j, *(const vecfu *)(at + j));
+                for (; j < n; j++) acc[j] = at[j];
+                continue;
             }
             if (at != acc)
                 for (long v = 0; v < n / VL; v++) ((vecfu *)acc)[v] = va[v];
@@ -304,11 +339,14 @@ static void sum_rows(const float *restrict x, const float *restrict w, float *re
                                                          : BLOCK_H;
     /* where running_sums may move a block's sums to */
     float room[ROOM_BYTES / 4] __attribute__((aligned(4096)));
+    const int stream = (how & STREAM_OUT) != 0;
     switch (how & (PREFETCH | TWO_STRIPES)) {
-    case PREFETCH | TWO_STRIPES: sum_rows_of(x, w, s, rows, h, cols, block, 1, 1, room); break;
-    case PREFETCH: sum_rows_of(x, w, s, rows, h, cols, block, 1, 0, room); break;
-    case TWO_STRIPES: sum_rows_of(x, w, s, rows, h, cols, block, 0, 1, room); break;
-    default: sum_rows_of(x, w, s, rows, h, cols, block, 0, 0, room);
+    case PREFETCH | TWO_STRIPES:
+        sum_rows_of(x, w, s, rows, h, cols, block, 1, 1, room, stream);
+        break;
+    case PREFETCH: sum_rows_of(x, w, s, rows, h, cols, block, 1, 0, room, stream); break;
+    case TWO_STRIPES: sum_rows_of(x, w, s, rows, h, cols, block, 0, 1, room, stream); break;
+    default: sum_rows_of(x, w, s, rows, h, cols, block, 0, 0, room, stream);
     }
 }
 
@@ -417,8 +455,11 @@ static void sum_sentences(const float *x, const float *w, float *out, long s0, l
         return;
     }
 #endif
+    const int to_out = (how & WHOLE_ROWS) ? how | STREAM_OUT : how; /* from DRAM: past the caches */
     for (long s = s0; s < s1; s++)
-        sum_rows(x + s * t * h + c0, w + s * t, out + s * h + c0, t, h, c1 - c0, how);
+        sum_rows(x + s * t * h + c0, w + s * t, out + s * h + c0, t, h, c1 - c0, to_out);
+    if (to_out & STREAM_OUT)
+        stream_fence();
 }
 
 /* s[0:h] = the weighted sum of `rows` whole rows: in tiles (mode 3) or in stripes */
