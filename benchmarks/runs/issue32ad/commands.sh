@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Issue 32, twenty-fourth round (2026-12-07, the same AMD EPYC Zen 4 host): how the files here were
+# made, from the repository root. Trees: 13938b2 (before), 05ed5e8 (the sums of each sentence's own
+# stripes from DRAM written past the caches: sum_rows_of's stream).
+set -euo pipefail
+out=benchmarks/runs/issue32ad
+py=$PWD/.venv/bin/python
+
+# stream_python.txt: through Python, one and two threads, before and after, twice, alternating
+git worktree add -f /tmp/wt_before 13938b2
+sizes=2048x16x1024,1024x32x1024,4096x8x1024,512x16x4096,256x128x1024
+for i in 1 2; do for tree in /tmp/wt_before "$PWD"; do for t in 1 2; do
+    echo "== $tree threads $t run $i"
+    (cd "$tree" && PYTHONPATH=$tree "$py" -m attnviz.bench --device cpu --threads $t \
+        --methods fused --sizes "$sizes" --rounds 11 2>&1 | grep -E "^cpu .*fused" | cut -c1-100)
+done; done; done > $out/stream_python.txt
+
+# plain_c.txt: ../issue32aa/medians_ab.c with 4 KiB-aligned outputs, made as ../issue32ac/commands.sh
+# makes it (A: 13938b2's weighted_rows.c, B: 05ed5e8's, entry points renamed), mode 32 (WHOLE_ROWS,
+# from DRAM) for both, 15 rounds, units of 4 MiB; one thread with the plan's group (B), two with
+# its group of 4 MiB at most:
+#   for s in "2048 16 1024" "1024 32 1024" "4096 8 1024" "512 16 4096" "2048 16 768" \
+#            "256 128 1024" "1024 16 2056"; do "$work/ab" $s ${s%% *} 1 1 32 32 15 4194304; done
+#   "$work/ab" 2048 16 1024 256 1 2 32 32 15 4194304   (1024x32x1024 128, 4096x8x1024 512,
+#                                                        512x16x4096 64)
+# long_stripes_tried.txt: the same harness, B built from a copy of the tree with -DLONG_STRIPED_H=4096
+# (long_sentences.h's define made #ifndef in the copy), mode 96; then with a non-temporal prefetch
+# of each stripe's line N bytes ahead in long_run (N = 256, 1024), 11 rounds
