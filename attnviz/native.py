@@ -135,10 +135,11 @@ STRIPED_COLUMNS = 256
 # to LONG_STRIPED_H, are read as four stripes of sentences too, their sums in the L1
 # (``striped_long_sentences``, csrc/long_sentences.h: plain C, medians, one thread, 128 MiB,
 # 6553x16x320 0.64 of the read limit as each sentence's own stripes, 0.80 so; 5461x16x384 0.69
-# and 0.83; 7710x16x300, off the lines, 0.58 and 0.79; two threads 4096x16x512 0.83 and 0.92).
-# Not longer rows (2048x16x1024: 0.75 and 0.71), nor more rows (T = 128: 0.93-1.0 either way),
-# nor in the cache (32x256x512 0.78-0.90 and 0.53-0.74).
-LONG_STRIPED_H = 512
+# and 0.83; 7710x16x300, off the lines, 0.58 and 0.79; two threads 4096x16x512 0.83 and 0.92;
+# rows of 513-768 asking for their lines ahead as non-temporal, 6553x8x640 0.56 and 0.84,
+# 2730x16x768 0.77 and 0.90). Not longer rows (2048x16x1024: 0.79-0.83 and 0.74-0.80), nor more
+# rows (T = 128: 0.93-1.0 either way), nor in the cache (32x256x512 0.78-0.90 and 0.53-0.74).
+LONG_STRIPED_H = 768
 LONG_STRIPED_ROWS = 32
 # a sentence of at most FEW_ROWS rows of more than FEW_ROWS_COLUMNS numbers, in the cache, is
 # summed two vectors of columns at a time down all its rows, the sums in registers (``few_rows``,

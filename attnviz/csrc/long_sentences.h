@@ -16,11 +16,13 @@
  * each sentence's own stripes -> stripes of sentences): 7710x16x272 0.59 -> 0.75, 6553x16x320
  * 0.64 -> 0.80, 3276x32x320 0.73 -> 0.87, 5461x16x384 0.69 -> 0.83, 2048x32x512 0.84 -> 0.89; two
  * threads 7710x16x272 0.60 -> 0.76, 6553x16x320 0.64 -> 0.78, 5461x16x384 0.70 -> 0.80,
- * 4096x16x512 0.83 -> 0.92. Not for longer rows: at H = 1024 the four sentences' sums and rows
- * share the L1's sets (rows 4 KiB apart) and evict each other, 0.75 -> 0.71 (2048x16x1024), and
- * 640 gained at T = 16 and lost at 32-64; nor for more rows (T = 64-128 alike either way), nor
- * in the cache (32x256x512 in the L3, 0.78-0.90 -> 0.53-0.74). Asking for the lines ahead cost
- * 20-30% here. From DRAM the sums are written to out past the caches (stream_vec). */
+ * 4096x16x512 0.83 -> 0.92. Rows of 513-768 with the lines asked for ahead as non-temporal (see
+ * LONG_NTA_H). Not for longer rows: at H = 1024 the four sentences' sums (16 KiB) and the rows'
+ * lines do not stay in a 32 KiB L1 together, 2048x16x1024 0.79-0.83 (the sums of each sentence's
+ * own stripes streamed, weighted_rows.c) -> 0.74, or 0.80 asking ahead, 1024x32x1024 0.89 ->
+ * 0.82; nor for more rows (T = 64-128 alike either way), nor in the cache (32x256x512 in the L3,
+ * 0.78-0.90 -> 0.53-0.74). Asking for the lines ahead as usual (prefetcht0) cost 20-30% here.
+ * From DRAM the sums are written to out past the caches (stream_vec). */
 #ifndef ATTNVIZ_LONG_SENTENCES_H
 #define ATTNVIZ_LONG_SENTENCES_H
 
@@ -31,7 +33,17 @@
 #include <immintrin.h> /* non-temporal stores: _mm512_stream_ps, _mm256_stream_ps, _mm_sfence */
 #endif
 
-#define LONG_STRIPED_H 512 /* the longest rows (numbers) read so */
+#define LONG_STRIPED_H 768 /* the longest rows (numbers) read so */
+/* Rows longer than LONG_NTA_H: each stripe's line LONG_NTA_BYTES ahead is asked for as non-temporal
+ * (prefetchnta), so that the lines read once crowd out less of the L1 the four sentences' sums
+ * share with them. Plain C, one thread, 128 MiB, each sentence's own stripes -> stripes of
+ * sentences without it -> with it: 2048x16x640 0.66 -> 0.69 -> 0.82, 3276x16x640 0.71 -> 0.90,
+ * 6553x8x640 0.56 -> 0.84, 2730x16x768 0.77 -> 0.90, 5461x8x768 0.63 -> 0.86, 1820x32x576 0.81 ->
+ * 0.95, 13107x4x640 0.45 -> 0.72; two threads 6553x8x640 0.59 -> 0.82, 2730x16x768 0.78 -> 0.90,
+ * 1365x32x768 0.91 and 0.89. For rows of at most 512 it cost 4-7% (4096x16x512 1.0 -> 0.93);
+ * 1024 bytes ahead, 10-30%. */
+#define LONG_NTA_H 512
+#define LONG_NTA_BYTES 256
 
 /* Stripe k's sums: room + k * LONG_ROOM_STEP + a place on the page (k + 1) fifths of g past the
  * rows' (the rows' places are g bytes apart: see running_sums, weighted_rows.c), away from the
@@ -75,7 +87,8 @@ static inline void stream_fence(void) { /* the streamed stores ordered before wh
 static inline __attribute__((always_inline)) void long_run(const float *restrict x,
                                                           const float *restrict w, float *s,
                                                           long q, long rows, long h, float *room,
-                                                          const int k_st, int stream) {
+                                                          const int k_st, int stream,
+                                                          const int nta) {
     const long dx = q * rows * h, dw = q * rows, nv = h / VL; /* from one stripe to the next */
     float *a[4];
     for (int k = 0; k < k_st; k++) {
@@ -90,6 +103,8 @@ static inline __attribute__((always_inline)) void long_run(const float *restrict
         for (; v + 2 <= nv; v += 2) /* two vectors of each stripe a step, as sum_rows_of */
             _Pragma("GCC unroll 4") for (int k = 0; k < k_st; k++) {
                 const vecfu *p = (const vecfu *)(r + k * dx) + v;
+                if (nta) /* see LONG_NTA_H */
+                    __builtin_prefetch((const char *)p + LONG_NTA_BYTES, 0, 0);
                 vecfu *c = (vecfu *)a[k] + v;
                 c[0] += u[k] * p[0];
                 c[1] += u[k] * p[1];
@@ -130,10 +145,15 @@ static void striped_long_sentences(const float *x, const float *w, float *out, l
         const long n = count - g0 < group ? count - g0 : group, q = n / 4;
         const float *xg = x + g0 * per, *wg = w + g0 * rows;
         float *og = out + g0 * h;
-        for (long j = 0; j < q; j++)
-            long_run(xg + j * per, wg + j * rows, og + j * h, q, rows, h, room, 4, stream);
+        for (long j = 0; j < q; j++) {
+            const float *xj = xg + j * per, *wj = wg + j * rows;
+            if (h > LONG_NTA_H)
+                long_run(xj, wj, og + j * h, q, rows, h, room, 4, stream, 1);
+            else
+                long_run(xj, wj, og + j * h, q, rows, h, room, 4, stream, 0);
+        }
         for (long s = 4 * q; s < n; s++)
-            long_run(xg + s * per, wg + s * rows, og + s * h, 0, rows, h, room, 1, stream);
+            long_run(xg + s * per, wg + s * rows, og + s * h, 0, rows, h, room, 1, stream, 0);
     }
     if (stream)
         stream_fence();
