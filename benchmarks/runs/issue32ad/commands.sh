@@ -26,3 +26,22 @@ done; done; done > $out/stream_python.txt
 # long_stripes_tried.txt: the same harness, B built from a copy of the tree with -DLONG_STRIPED_H=4096
 # (long_sentences.h's define made #ifndef in the copy), mode 96; then with a non-temporal prefetch
 # of each stripe's line N bytes ahead in long_run (N = 256, 1024), 11 rounds
+
+# nta_grid_t1.txt, nta_grid_t2.txt, nta_up_to_512.txt: the same harness; B from a copy of the tree
+# at 05ed5e8 with -DLONG_STRIPED_H=4096 and, in long_run, each stripe's line asked for 256 bytes
+# ahead as non-temporal (as 81d1dc4 keeps it for rows of 513-768); one thread
+#   for h in 576 640 768 1024; do for t in 4 8 16 32; do b=$((33554432 / (t * h)))
+#       "$work/ab" $b $t $h $b 1 1 32 96 11 4194304; done; done
+# two threads with the plan's group (4 MiB at most, B / 8 at most); nta_up_to_512.txt: A the tree
+# as it is, mode 96 both, 4096x16x512 5461x16x384 6553x16x320 8192x8x512 2048x32x512 7710x16x300
+
+# nta_python.txt: through Python as stream_python.txt, ed636ed (before) against the commit that
+# reads rows of 513-768 as stripes of sentences asking ahead (LONG_STRIPED_H 768, LONG_NTA_H)
+git worktree add -f /tmp/wt_before ed636ed
+sizes=6553x8x640,3276x16x640,2730x16x768,5461x8x768,1820x32x576,1365x32x768,13107x4x640,4096x16x512
+for i in 1 2; do for tree in /tmp/wt_before "$PWD"; do for t in 1 2; do
+    echo "== $tree threads $t run $i"
+    (cd "$tree" && PYTHONPATH=$tree "$py" -m attnviz.bench --device cpu --threads $t \
+        --methods fused --sizes "$sizes" --rounds 11 2>&1 | grep -E "^cpu .*fused|flag|beat|above" |
+        cut -c1-100)
+done; done; done > $out/nta_python.txt
