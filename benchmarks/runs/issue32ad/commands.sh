@@ -45,3 +45,11 @@ for i in 1 2; do for tree in /tmp/wt_before "$PWD"; do for t in 1 2; do
         --methods fused --sizes "$sizes" --rounds 11 2>&1 | grep -E "^cpu .*fused|flag|beat|above" |
         cut -c1-100)
 done; done; done > $out/nta_python.txt
+
+# default_end_t1.txt, default_end_t2.txt: the default run at the end (at a369c62, the README commit
+# after 0c5d6ad; no default size's plan changed this round)
+for t in 1 2; do "$py" -m attnviz.bench --device cpu --threads $t > $out/default_end_t$t.txt 2>&1; done
+# l3_grid.txt: the harness with A and B both 81d1dc4, one thread, the plan's mode 0 against 64 and 96:
+#   for s in "256 32 512" "512 32 384" "384 32 512" "768 16 512" "1024 16 512" "1365 16 384" \
+#            "512 16 768" "1024 8 768"; do "$work/ab" $s ${s%% *} 1 1 0 64 11 4194304
+#                                           "$work/ab" $s ${s%% *} 1 1 0 96 11 4194304; done
