@@ -136,11 +136,15 @@ STRIPED_COLUMNS = 256
 # (``striped_long_sentences``, csrc/long_sentences.h: plain C, medians, one thread, 128 MiB,
 # 6553x16x320 0.64 of the read limit as each sentence's own stripes, 0.80 so; 5461x16x384 0.69
 # and 0.83; 7710x16x300, off the lines, 0.58 and 0.79; two threads 4096x16x512 0.83 and 0.92;
-# rows of 513-768 asking for their lines ahead as non-temporal, 6553x8x640 0.56 and 0.84,
-# 2730x16x768 0.77 and 0.90). Not longer rows (2048x16x1024: 0.79-0.83 and 0.74-0.80), nor more
-# rows (T = 128: 0.93-1.0 either way), nor in the cache (32x256x512 0.78-0.90 and 0.53-0.74).
-LONG_STRIPED_H = 768
+# rows of 513-1024 asking for their lines ahead as non-temporal, 6553x8x640 0.56 and 0.84,
+# 2730x16x768 0.77 and 0.90, 5242x8x800 0.62 and 0.77), past LONG_WIDE_H only in sentences of at
+# most LONG_WIDE_ROWS rows (1024x32x1024: 0.89 and 0.82). Not longer rows (1024x16x2048: 0.86 and
+# 0.70), nor more rows (T = 128: 0.93-1.0 either way), nor in the cache (32x256x512 0.78-0.90 and
+# 0.53-0.74).
+LONG_STRIPED_H = 1024
 LONG_STRIPED_ROWS = 32
+LONG_WIDE_H = 768
+LONG_WIDE_ROWS = 16
 # a sentence of at most FEW_ROWS rows of more than FEW_ROWS_COLUMNS numbers, in the cache, is
 # summed two vectors of columns at a time down all its rows, the sums in registers (``few_rows``,
 # csrc/weighted_rows.c: plain C, one thread, x in the L3, 64x16x768 0.77-0.80 of the read limit
@@ -316,12 +320,15 @@ def _stripes_sentences(b: int, t: int, h: int, n: int, group: int, split: int) -
     (``split`` pieces each), as four stripes of whole sentences (see SENTENCE_STRIPES): from beyond
     the threads' L2, rows of at most STRIPED_COLUMNS numbers (AVX-512; off the 64-byte lines
     too where the kernel reads them by straddling loads: ``_realigns``), or from DRAM, sentences
-    of at most LONG_STRIPED_ROWS rows of up to LONG_STRIPED_H numbers (on the lines or off them);
+    of at most LONG_STRIPED_ROWS rows of up to LONG_STRIPED_H numbers (LONG_WIDE_ROWS past
+    LONG_WIDE_H; on the lines or off them);
     sentences of at most a quarter of STRIPED_NUMEL, whole sentences a unit, at least four of them
     (the kernel checks the same, but for the rows' count and where x sits)."""
     short = h <= STRIPED_COLUMNS and (h % 16 == 0 or _realigns())
     long = (
-        STRIPED_COLUMNS < h <= LONG_STRIPED_H and t <= LONG_STRIPED_ROWS and not _in_llc(b * t * h)
+        STRIPED_COLUMNS < h <= LONG_STRIPED_H
+        and t <= (LONG_STRIPED_ROWS if h <= LONG_WIDE_H else LONG_WIDE_ROWS)
+        and not _in_llc(b * t * h)
     )
     return (
         not _in_l2(b * t * h, n)

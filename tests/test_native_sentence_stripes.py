@@ -100,8 +100,8 @@ def test_rows_off_the_lines_give_each_sentence_the_same_bits_wherever_it_sits(
 
 @needs_avx512
 # longer rows (up to LONG_STRIPED_H), on the lines and off them; their sums in the L1 (past 512,
-# their lines asked for ahead as non-temporal)
-@pytest.mark.parametrize("h", [272, 300, 384, 500, 512, 528, 640, 700, 768])
+# their lines asked for ahead as non-temporal; past 768, at most 16 rows)
+@pytest.mark.parametrize("h", [272, 300, 384, 500, 512, 528, 640, 700, 768, 800, 1000, 1024])
 @pytest.mark.parametrize("t", [1, 3, 16, 32])
 @pytest.mark.parametrize("b", [4, 7, 9, 37])
 @pytest.mark.parametrize("threads", [1, 2])
@@ -111,8 +111,9 @@ def test_longer_rows_from_memory_give_each_sentence_the_same_bits_wherever_it_si
     x, w = random_inputs(b, t, h, seed=h * 1000 + t * 10 + b + threads)
     got, bits, group = plan_as("dram")(x, w, threads)
     assert bits & 3 == native.STRIPES
-    assert bool(bits & native.SENTENCE_STRIPES) == (group >= 4)
-    if group >= 4:  # another stripe, another place for its sums, or left over: the same sums
+    striped = group >= 4 and (h <= native.LONG_WIDE_H or t <= native.LONG_WIDE_ROWS)
+    assert bool(bits & native.SENTENCE_STRIPES) == striped
+    if striped:  # another stripe, another place for its sums, or left over: the same sums
         moved, _, _ = plan_as("dram")(x.roll(1, 0).contiguous(), w.roll(1, 0).contiguous(), threads)
         assert torch.equal(moved, got.roll(1, 0))
         if h % 16 == 0:  # one row after another, as tiles sum it in L2
@@ -125,7 +126,7 @@ def test_longer_rows_from_memory_give_each_sentence_the_same_bits_wherever_it_si
 @pytest.mark.parametrize(
     "b, t, h",
     # a group of STRIPED_NUMEL, then 2, 2, 3, 2 and 1 left (256: two stripes of sentences)
-    # (512, 384 and 768: longer rows, 3, 2 and 1 left)
+    # (512, 384, 768 and 1024: longer rows, 3, 2, 1 and 3 left)
     [
         (130, 64, 128),
         (2050, 32, 16),
@@ -135,6 +136,7 @@ def test_longer_rows_from_memory_give_each_sentence_the_same_bits_wherever_it_si
         (131, 16, 512),
         (170, 16, 384),
         (85, 16, 768),
+        (67, 16, 1024),
     ],
 )
 @pytest.mark.parametrize("threads", [1, 2])
@@ -151,7 +153,7 @@ def test_groups_of_stripes_and_the_sentences_past_them(b, t, h, threads, plan_as
 @needs_avx512
 # short rows (sums in registers), longer rows on the lines and off them (sums in the L1, streamed
 # to out: the inf in a row's last numbers, past its whole vectors where H = 300)
-@pytest.mark.parametrize("h", [64, 384, 300, 640, 700])
+@pytest.mark.parametrize("h", [64, 384, 300, 640, 700, 1000])
 def test_a_nan_stays_in_its_own_sentence(plan_as, h):
     x, w = random_inputs(12, 8, h, seed=3)  # stripes of three sentences: 0-2, 3-5, 6-8, 9-11
     x[4, 5, 10] = float("nan")  # read in the same steps as sentences 1, 7 and 10
@@ -169,11 +171,11 @@ def test_a_nan_stays_in_its_own_sentence(plan_as, h):
     [
         (16, 33, 272, "more rows than LONG_STRIPED_ROWS, longer than STRIPED_COLUMNS"),
         (16, 64, 257, "the same off the lines"),
-        (16, 8, 769, "rows longer than LONG_STRIPED_H"),
-        (16, 4, 1024, "rows longer than LONG_STRIPED_H"),
+        (16, 8, 1025, "rows longer than LONG_STRIPED_H"),
+        (16, 17, 800, "more rows than LONG_WIDE_ROWS, longer than LONG_WIDE_H"),
         (3, 64, 64, "fewer than four sentences"),
         (3, 16, 384, "fewer than four sentences"),
-        (4, 256, 1024, "rows longer than LONG_STRIPED_H"),
+        (4, 256, 1024, "more rows than LONG_WIDE_ROWS, longer than LONG_WIDE_H"),
         (4, 8192, 64, "sentences longer than a quarter of STRIPED_NUMEL"),
     ],
 )
@@ -213,7 +215,10 @@ def test_the_plan_sets_the_bit_beyond_l2_only(monkeypatch):
             assert not striped(1024, 16, 384, threads)  # 24 MiB, in the cache
             assert striped(8192, 16, 640, threads) == avx512  # asking ahead, non-temporal
             assert striped(4096, 8, 700, threads) == avx512  # off the lines
-            assert not striped(8192, 16, 784, threads)  # rows longer than LONG_STRIPED_H
+            assert striped(8192, 16, 1024, threads) == avx512  # at most LONG_WIDE_ROWS rows
+            assert not striped(4096, 32, 1024, threads)  # more, of rows longer than LONG_WIDE_H
+            assert striped(4096, 32, 768, threads) == avx512
+            assert not striped(8192, 8, 1040, threads)  # rows longer than LONG_STRIPED_H
             assert not striped(8192, 33, 384, threads)  # more rows than LONG_STRIPED_ROWS
             assert not striped(8, 64, 64, threads)  # 128 KiB, in L2
         assert kind(8, 64, 64, 1) == native.TILES

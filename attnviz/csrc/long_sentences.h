@@ -16,13 +16,14 @@
  * each sentence's own stripes -> stripes of sentences): 7710x16x272 0.59 -> 0.75, 6553x16x320
  * 0.64 -> 0.80, 3276x32x320 0.73 -> 0.87, 5461x16x384 0.69 -> 0.83, 2048x32x512 0.84 -> 0.89; two
  * threads 7710x16x272 0.60 -> 0.76, 6553x16x320 0.64 -> 0.78, 5461x16x384 0.70 -> 0.80,
- * 4096x16x512 0.83 -> 0.92. Rows of 513-768 with the lines asked for ahead as non-temporal (see
- * LONG_NTA_H). Not for longer rows: at H = 1024 the four sentences' sums (16 KiB) and the rows'
- * lines do not stay in a 32 KiB L1 together, 2048x16x1024 0.79-0.83 (the sums of each sentence's
- * own stripes streamed, weighted_rows.c) -> 0.74, or 0.80 asking ahead, 1024x32x1024 0.89 ->
- * 0.82; nor for more rows (T = 64-128 alike either way), nor in the cache (32x256x512 in the L3,
- * 0.78-0.90 -> 0.53-0.74). Asking for the lines ahead as usual (prefetcht0) cost 20-30% here.
- * From DRAM the sums are written to out past the caches (stream_vec). */
+ * 4096x16x512 0.83 -> 0.92. Rows of 513-1024 with the lines asked for ahead as non-temporal (see
+ * LONG_NTA_H), past 768 in sentences of at most 16 rows (LONG_WIDE_H). Not for more rows of
+ * them: at H = 1024 the four sentences' sums (16 KiB) and the rows' lines do not stay in a 32 KiB
+ * L1 together, 1024x32x1024 0.89 (the sums of each sentence's own stripes streamed,
+ * weighted_rows.c) -> 0.82; nor for longer rows (1024x16x2048 0.86 -> 0.70), nor more rows (T =
+ * 64-128 alike either way), nor in the cache (32x256x512 in the L3, 0.78-0.90 -> 0.53-0.74).
+ * Asking for the lines ahead as usual (prefetcht0) cost 20-30% here. From DRAM the sums are
+ * written to out past the caches (stream_vec). */
 #ifndef ATTNVIZ_LONG_SENTENCES_H
 #define ATTNVIZ_LONG_SENTENCES_H
 
@@ -33,7 +34,14 @@
 #include <immintrin.h> /* non-temporal stores: _mm512_stream_ps, _mm256_stream_ps, _mm_sfence */
 #endif
 
-#define LONG_STRIPED_H 768 /* the longest rows (numbers) read so */
+#define LONG_STRIPED_H 1024 /* the longest rows (numbers) read so ... */
+/* ... in sentences of at most LONG_WIDE_ROWS rows where they are longer than LONG_WIDE_H (plain C,
+ * one thread, 128 MiB, each sentence's own stripes, their sums streamed -> so: 10485x4x800 0.48 ->
+ * 0.70, 5242x8x800 0.62 -> 0.77, 2621x16x800 0.76 -> 0.90, 4681x8x896 0.59 -> 0.78, 4194x8x1000
+ * 0.62 -> 0.76, 2097x16x1000 0.78 -> 0.84, 8192x4x1024 0.58 -> 0.70, 2048x16x1024 0.80 and 0.79;
+ * but 1024x32x1024 0.89 -> 0.82) */
+#define LONG_WIDE_H 768
+#define LONG_WIDE_ROWS 16
 /* Rows longer than LONG_NTA_H: each stripe's line LONG_NTA_BYTES ahead is asked for as non-temporal
  * (prefetchnta), so that the lines read once crowd out less of the L1 the four sentences' sums
  * share with them. Plain C, one thread, 128 MiB, each sentence's own stripes -> stripes of
@@ -128,10 +136,12 @@ static inline __attribute__((always_inline)) void long_run(const float *restrict
 }
 
 /* whether whole sentences of `rows` rows of h numbers are summed by striped_long_sentences (with
- * the mode's SENTENCE_STRIPES): rows longer than striped_sentences takes, at most LONG_STRIPED_H,
+ * the mode's SENTENCE_STRIPES): rows longer than striped_sentences takes, at most LONG_STRIPED_H
+ * (and at most LONG_WIDE_ROWS of them past LONG_WIDE_H),
  * sentences of at most a quarter of STRIPED_NUMEL */
 static inline int stripes_long_sentences(long rows, long h) {
-    return h > 2 * QUAD_VECS * VL && h <= LONG_STRIPED_H && 4 * rows * h <= STRIPED_NUMEL;
+    return h > 2 * QUAD_VECS * VL && h <= LONG_STRIPED_H && 4 * rows * h <= STRIPED_NUMEL &&
+           (h <= LONG_WIDE_H || rows <= LONG_WIDE_ROWS);
 }
 
 /* out[s, :] for `count` whole sentences from x, in groups of four stripes of STRIPED_NUMEL
