@@ -53,3 +53,18 @@ for t in 1 2; do "$py" -m attnviz.bench --device cpu --threads $t > $out/default
 #   for s in "256 32 512" "512 32 384" "384 32 512" "768 16 512" "1024 16 512" "1365 16 384" \
 #            "512 16 768" "1024 8 768"; do "$work/ab" $s ${s%% *} 1 1 0 64 11 4194304
 #                                           "$work/ab" $s ${s%% *} 1 1 0 96 11 4194304; done
+
+# wide_grid_t1.txt: the harness, A 29ec74b mode 32, B as nta_grid_t1.txt's, one thread:
+#   for h in 800 896 1000 1024; do for t in 4 8 16; do b=$((33554432 / (t * h)))
+#       "$work/ab" $b $t $h $b 1 1 32 96 11 4194304; done; done
+# wide_check.txt: A 29ec74b, B f78497c (rows of 769-1024 in sentences of at most 16 rows striped),
+# modes 32 and 96, one thread and two, 15 rounds: 2097x16x1000 4194x8x1000 2097x16x1008 2621x16x800
+# wide_python.txt: through Python, 29ec74b (before) against f78497c, as nta_python.txt
+git worktree add -f /tmp/wt_before 29ec74b
+sizes=10485x4x800,5242x8x800,2621x16x800,4681x8x896,4194x8x1000,2097x16x1000,8192x4x1024,4096x8x1024,2048x16x1024
+for i in 1 2; do for tree in /tmp/wt_before "$PWD"; do for t in 1 2; do
+    echo "== $tree threads $t run $i"
+    (cd "$tree" && PYTHONPATH=$tree "$py" -m attnviz.bench --device cpu --threads $t \
+        --methods fused --sizes "$sizes" --rounds 11 2>&1 | grep -E "^cpu .*fused|flag|beat|above" |
+        cut -c1-100)
+done; done; done > $out/wide_python.txt
