@@ -167,3 +167,37 @@ def test_a_slide_button_pressed_first_on_a_rebuilt_session_moves_the_slide(url, 
         assert f"**Slide {shown or n} of {n}**" in run.text()
         run = s.rerun()  # the press is counted once
         assert f"**Slide {shown or n} of {n}**" in run.text()
+
+
+def test_a_teachers_question_button_pressed_first_on_a_rebuilt_session_acts(url):
+    """A failover's first press of a teacher's question button (here Reveal): the rebuilt session's
+    first message carries the teacher's key (the browser's report) and the press, before any of
+    its runs drew the button, so Streamlit knows no callback for it; the press still acts."""
+    from urllib.parse import parse_qs, urlsplit
+
+    from tests.test_serving_live import SHAPE, _page, _private_link, _slide
+
+    with Session(url, path="walkthrough") as teacher:
+        assert teacher.rerun().ok
+        teacher.click("wt_start")
+        started = teacher.rerun()
+        assert started.ok
+        code = re.search(r"class=([A-Z0-9]{9})", teacher.query_string)[1]
+        token = parse_qs(urlsplit(_private_link(started)).query)["teacher"][0]
+        for _ in range(_slide(SHAPE.slide) - 1):
+            teacher.click("wt_next")
+            assert teacher.rerun().ok
+        teacher.click(f"wt_ask_{SHAPE.id}")
+        assert teacher.rerun().ok
+        assert "Reveal the answer" in _page(teacher)
+        assert teacher.query_string.endswith(f"class={code}&host=1")
+        teacher.close()
+        teacher.connect()  # a new session on the server, which has drawn no button for it
+        teacher.tree.clear()
+        screen = {"w": 1920, "h": 1080, "token": token, "asked": code}
+        teacher.set_widget("wt_screen", json.dumps(screen), field_name="json_value")
+        teacher.click("wt_reveal")
+        assert teacher.rerun(timeout=30).ok
+        page = _page(teacher)
+        assert "you teach" in page and "The answer is revealed" in page, page[-2000:]
+        assert "Reveal the answer" not in page

@@ -435,6 +435,7 @@ def live(n: int, slides: tuple[Slide, ...], qs: tuple[Question, ...]) -> None:
     """One poll of the store: show its slide, draw the question and its count."""
     started = time.process_time()
     ss = _ss()
+    heard = ss.pop("wt_acted", False)  # a teacher's act ran in this run (live_question)
     code, token = ss.get("wt_code", ""), ss.get("wt_token", "")
     if not code:
         return
@@ -475,11 +476,11 @@ def live(n: int, slides: tuple[Slide, ...], qs: tuple[Question, ...]) -> None:
     with st.container(key="wt_live_bar", horizontal=True, vertical_alignment="center"):
         _status(r, record, bool(token), presenters)
         if token and question is None:
-            live_question.ask_buttons(r, record, slides, qs)
+            live_question.ask_buttons(r, record, slides, qs, heard)
     if question is not None:
         with st.container(key="wt_live_question"):
             if token:
-                live_question.teacher_panel(r, record, question)
+                live_question.teacher_panel(r, record, question, heard)
             else:
                 live_question.student_panel(r, record, question)
     ss[LAST_POLL_CPU] = time.process_time() - started

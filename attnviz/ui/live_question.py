@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import html
 import time
+from typing import Any
 
 import streamlit as st
 
@@ -52,19 +53,41 @@ def offered(record: ClassRecord, slides: tuple[Slide, ...], qs: tuple[Question, 
     return [q for q in qs if q.slide in here]
 
 
+def _act_button(
+    label: str, key: str, heard: bool, r: Classroom, action: str, q: Question, **options: Any
+) -> None:
+    """A teacher's button for ``action``; ``heard``: a teacher's act ran in this run already.
+
+    A press whose callback Streamlit could not run still acts: a session rebuilt on another
+    replica after a failover knows no callback for a button its runs have not drawn yet (the
+    browser's next requests can cut those runs short), and drops the press's; the button still
+    returns True. Then the act runs here, and the page runs again (as the slide buttons do)."""
+    act = callback(_teacher_act, "wt_", reset=False)
+    if st.button(label, key=key, on_click=act, args=(r, action, q), **options) and not heard:
+        act(r, action, q)
+        st.rerun()
+
+
 def ask_buttons(
-    r: Classroom, record: ClassRecord, slides: tuple[Slide, ...], qs: tuple[Question, ...]
+    r: Classroom,
+    record: ClassRecord,
+    slides: tuple[Slide, ...],
+    qs: tuple[Question, ...],
+    heard: bool = False,
 ) -> None:
     """The teacher's "Ask the class" button for each question offered on this slide (its prompt
-    in the tooltip: nothing of it is on the projector until it opens)."""
+    in the tooltip: nothing of it is on the projector until it opens). ``heard``: see
+    ``_act_button``."""
     several = len(offered(record, slides, qs)) > 1
     for q in offered(record, slides, qs):
-        st.button(
+        _act_button(
             f"Ask the class: question {qs.index(q) + 1}" if several else "Ask the class",
-            key=f"wt_ask_{q.id}",
+            f"wt_ask_{q.id}",
+            heard,
+            r,
+            "ask",
+            q,
             help=q.prompt,
-            on_click=callback(_teacher_act, "wt_", reset=False),
-            args=(r, "ask", q),
             icon=":material/quiz:",
         )
 
@@ -86,9 +109,12 @@ def cover(record: ClassRecord | None, in_class: bool) -> peer.Asked | None:
     return a if a is not None and a.stage is not peer.Stage.REVEALED else None
 
 
-def teacher_panel(r: Classroom, record: ClassRecord, question: Question) -> None:
+def teacher_panel(
+    r: Classroom, record: ClassRecord, question: Question, heard: bool = False
+) -> None:
     """The question on screen: its card, then by stage the number answered (open), the votes
-    (shown), both rounds, the answer and the wrong answers explained (revealed); the buttons."""
+    (shown), both rounds, the answer and the wrong answers explained (revealed); the buttons
+    (``heard``: see ``_act_button``)."""
     a = peer.asked(record)
     st.html(card_html(question))
     joined = r.members(record.code)
@@ -112,35 +138,43 @@ def teacher_panel(r: Classroom, record: ClassRecord, question: Question) -> None
         st.html(rounds_html(question, rounds, revealed=a.stage is peer.Stage.REVEALED))
     with st.container(horizontal=True):
         if a.stage is peer.Stage.OPEN:
-            st.button(
+            _act_button(
                 "Show the votes",
-                key="wt_show",
-                on_click=callback(_teacher_act, "wt_", reset=False),
-                args=(r, "show", question),
+                "wt_show",
+                heard,
+                r,
+                "show",
+                question,
                 icon=":material/bar_chart:",
             )
         if a.stage is peer.Stage.VOTES and a.round < peer.ROUNDS:
-            st.button(
+            _act_button(
                 "Vote again after discussing",
-                key="wt_again",
-                on_click=callback(_teacher_act, "wt_", reset=False),
-                args=(r, "again", question),
+                "wt_again",
+                heard,
+                r,
+                "again",
+                question,
                 icon=":material/forum:",
             )
         if a.stage is not peer.Stage.REVEALED:
-            st.button(
+            _act_button(
                 "Reveal the answer",
-                key="wt_reveal",
-                on_click=callback(_teacher_act, "wt_", reset=False),
-                args=(r, "reveal", question),
+                "wt_reveal",
+                heard,
+                r,
+                "reveal",
+                question,
                 type="primary",
                 icon=":material/visibility:",
             )
-        st.button(
+        _act_button(
             "Close the question",
-            key="wt_close",
-            on_click=callback(_teacher_act, "wt_", reset=False),
-            args=(r, "close", question),
+            "wt_close",
+            heard,
+            r,
+            "close",
+            question,
             icon=":material/close:",
         )
     if a.stage is peer.Stage.REVEALED:
@@ -193,6 +227,7 @@ def _explained(question: Question, last: peer.Round) -> None:
 
 def _teacher_act(r: Classroom, action: str, question: Question) -> None:
     ss = st.session_state
+    ss["wt_acted"] = True  # heard in this run (see _act_button)
     code, token = ss["wt_code"], ss["wt_token"]
     try:
         if action == "ask":
