@@ -41,6 +41,7 @@ shape's first call times both ways and keeps the faster (``asks_ahead``).
   would compete with them. (Python threads were tried first: PyTorch's OpenMP threads keep
   spinning for a while after each torch call and took their cores, costing up to 20%.) ctypes
   releases the GIL during the call.
+- Outputs of 32 MiB and more sit on 2 MiB pages (``attnviz.large_outputs``: fewer page faults).
 - Only float32, contiguous CPU tensors and no autograd: everything else goes elsewhere.
 """
 
@@ -55,7 +56,7 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from attnviz import native_build
+from attnviz import large_outputs, native_build
 from attnviz.errors import AttnvizError
 from attnviz.native_build import Build as Build  # what build() reports, as native.Build
 from attnviz.native_build import build
@@ -556,7 +557,10 @@ def _run(lib: ctypes.CDLL, x: Tensor, w: Tensor, b: int, t: int, h: int, threads
         w = w.contiguous()  # (B,T)
     ahead = asks_ahead(b, t, h, threads)
     shape, split = _call_shape(b, t, h, threads, *_limits(), ahead=bool(ahead))
-    if torch.get_default_dtype() is torch.float32:  # ints only: torch parses them ~1 µs sooner
+    if b * h >= large_outputs.MIN_FLOATS:  # 32 MiB and more: on huge pages, fewer faults
+        out = large_outputs.empty_f32(b, h)  # (B,H)
+        partial = torch.empty(b, split, h, dtype=torch.float32) if split > 1 else out
+    elif torch.get_default_dtype() is torch.float32:  # ints only: torch parses them ~1 µs sooner
         out = torch.empty(b, h)  # (B,H)
         partial = torch.empty(b, split, h) if split > 1 else out  # (B,S,H)
     else:
