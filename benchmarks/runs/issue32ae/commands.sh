@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Issue 32, twenty-fifth round (2026-12-07, the same AMD EPYC Zen 4 host): how the files here were
+# made, from the repository root. Trees: f3f55cc (before), aea9c44 (outputs of 32 MiB and more on
+# 2 MiB pages, paged in by the calling thread: attnviz/large_outputs.py, the operator's fresh_block).
+set -euo pipefail
+out=benchmarks/runs/issue32ae
+py=$PWD/.venv/bin/python
+
+# paired_python BEFORE AFTER SIZES METHODS: each tree in a worktree of its own, one and two threads,
+# twice, the trees alternating (its output: one "== tree" block each)
+paired_python() {
+    git worktree add -f /tmp/wt_before "$1"
+    git worktree add -f /tmp/wt_after "$2"
+    for i in 1 2; do for tree in /tmp/wt_before /tmp/wt_after; do for t in 1 2; do
+        echo "== $tree threads $t run $i"
+        (cd "$tree" && PYTHONPATH=$tree "$py" -m attnviz.bench --device cpu --threads $t \
+            --methods "$4" --sizes "$3" --rounds 11 2>&1 |
+            grep -E "^cpu |flag|beat|above" | cut -c1-100)
+    done; done; done
+    git worktree remove --force /tmp/wt_before
+    git worktree remove --force /tmp/wt_after
+}
+
+# huge_python.txt: before and after, fused and bmm (bmm's outputs stay on 4 KiB pages: a control)
+big=16384x2x1024,8192x4x1024,8192x1x1024,2048x8x4096,32768x1x512,4096x8x1024
+paired_python f3f55cc aea9c44 "$big" bmm,fused > $out/huge_python.txt
+
+# allocation.txt: allocation_ab.py, the kernel through ctypes into an output made three
+# ways, interleaved per call, 40 calls each: torch.empty (4 KiB pages), large_outputs.empty_f32
+# without the paging in ("huge") and with it ("touch1", what aea9c44 keeps); two threads, twice
+for i in 1 2; do for s in 16384x2x1024 8192x4x1024; do
+    "$py" $out/allocation_ab.py 2 $s; done; done > $out/allocation.txt
+"$py" $out/allocation_ab.py 1 16384x2x1024 >> $out/allocation.txt
