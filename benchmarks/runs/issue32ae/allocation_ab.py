@@ -1,7 +1,8 @@
 """The kernel through ctypes into an output made three ways, interleaved per call (40 calls each):
 torch.empty (4 KiB pages, mapped afresh by glibc each call at these sizes), an anonymous mapping
 advised for huge pages ("huge", each page faulted in by whichever kernel thread writes it first),
-and the same paged in by the calling thread first ("touch1", what attnviz.large_outputs keeps).
+the same paged in by the calling thread first ("touch1", what attnviz.large_outputs keeps), and
+one output paged in once and written again every call ("kept": what no fresh memory can beat).
 
     .venv/bin/python benchmarks/runs/issue32ae/allocation_ab.py THREADS BxTxH
 """
@@ -41,7 +42,9 @@ made = {
     "plain": lambda: torch.empty(b, h),
     "huge": lambda: advised(b * h, touch=False),
     "touch1": lambda: advised(b * h, touch=True),
+    "kept": lambda: kept,
 }
+kept = advised(b * h, touch=True).fill_(0)
 times: dict[str, list[float]] = {name: [] for name in made}
 for _ in range(40):
     for name, make in made.items():

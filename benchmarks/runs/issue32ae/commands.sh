@@ -31,3 +31,6 @@ paired_python f3f55cc aea9c44 "$big" bmm,fused > $out/huge_python.txt
 for i in 1 2; do for s in 16384x2x1024 8192x4x1024; do
     "$py" $out/allocation_ab.py 2 $s; done; done > $out/allocation.txt
 "$py" $out/allocation_ab.py 1 16384x2x1024 >> $out/allocation.txt
+# allocation_kept.txt: the same with a fourth way, one output paged in once and written every call
+for s in 8192x4x1024 16384x2x1024 8192x1x1024; do
+    "$py" $out/allocation_ab.py 1 $s; done > $out/allocation_kept.txt
