@@ -98,3 +98,44 @@ def test_error_boundary_shows_an_attnviz_error_as_is():
 
     at = AppTest.from_function(script, default_timeout=TIMEOUT).run()
     assert "(2, 4) does not fit" in at.error[0].value
+
+
+def _counting_page():
+    """A page with a callback button and a form's, each press counted by its act (``button``)."""
+    import streamlit as st
+
+    from attnviz.ui.boundary import button, callback, guarded
+
+    def count(name: str) -> None:
+        st.session_state[name] = st.session_state.get(name, 0) + 1
+
+    def page():
+        button("Count", key="zz_count", on_click=callback(count, "zz_"), args=("zz_n",))
+        with st.form("zz_form"):
+            st.text_input("Name", key="zz_name")
+            button(
+                "Send", key="zz_send", on_click=callback(count, "zz_"), args=("zz_sent",), form=True
+            )
+        if not st.session_state.get("zz_g"):  # this button's act hides it
+            button("Once", key="zz_gone", on_click=callback(count, "zz_"), args=("zz_g",))
+
+    guarded(page, "zz_")()
+
+
+def test_a_button_whose_callback_ran_acts_once_a_press():
+    at = AppTest.from_function(_counting_page, default_timeout=TIMEOUT).run()
+    for presses in (1, 2):
+        at.button(key="zz_count").click().run()
+        assert at.session_state["zz_n"] == presses and not at.exception
+    at.run()  # a run with no press acts on nothing
+    assert at.session_state["zz_n"] == 2
+    at.text_input(key="zz_name").input("Ada")
+    at.button(key="zz_send").click().run()
+    assert at.session_state["zz_sent"] == 1 and at.session_state["zz_name"] == "Ada"
+
+
+def test_a_mark_no_button_took_is_gone_at_the_end_of_the_run():
+    at = AppTest.from_function(_counting_page, default_timeout=TIMEOUT).run()
+    at.button(key="zz_gone").click().run()  # acted, and not drawn after it: its mark not taken
+    assert at.session_state["zz_g"] == 1 and not at.exception
+    assert "zz_gone__heard" not in at.session_state  # else a dropped press later would be lost

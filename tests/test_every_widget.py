@@ -129,7 +129,7 @@ def test_a_student_in_a_class_survives_hostile_names_and_answers():
     for name in TEXTS:
         at.text_input(key="wt_join_code").set_value(code)
         at.text_input(key="wt_join_name").set_value(name)
-        at.button(key="FormSubmitter:wt_join_form-Join the class").click().run()
+        at.button(key="wt_join_submit").click().run()
         _plain(at, f"joining as {name[:20]!r}")
         if at.session_state["wt_code"]:
             break  # in the class: the answer form next

@@ -51,7 +51,7 @@ def _send(student, qid: str, value: str) -> None:
         radios[0].set_value(value)
     else:
         student.text_input(key=f"wt_pick_{qid}").input(value)
-    student.button(key=f"FormSubmitter:wt_answer_{qid}-Send my answer").click().run()
+    student.button(key=f"wt_send_{qid}").click().run()
     assert not student.exception, student.exception
 
 

@@ -67,7 +67,7 @@ def _click(s: Session, key: str) -> None:
 def _answer(s: Session, question, text: str) -> None:
     _poll(s, lambda page: question.prompt in page, "the student sees the question")
     s.set_widget(f"wt_pick_{question.id}", text)
-    _click(s, f"FormSubmitter:wt_answer_{question.id}-Send my answer")
+    _click(s, f"wt_send_{question.id}")
     assert "Your answer: " in _page(s), _page(s)
 
 

@@ -201,3 +201,48 @@ def test_a_teachers_question_button_pressed_first_on_a_rebuilt_session_acts(url)
         page = _page(teacher)
         assert "you teach" in page and "The answer is revealed" in page, page[-2000:]
         assert "Reveal the answer" not in page
+
+
+def _rebuilt(s: Session) -> None:
+    """The session on the server forgotten, as a failover forgets it: the next message is the
+    first of a new session, before any of its runs has drawn a button."""
+    s.close()
+    s.connect()
+    s.tree.clear()
+
+
+def test_start_a_live_class_pressed_first_on_a_rebuilt_session_starts_one_class(url):
+    """The press acts though Streamlit ran no callback for it (boundary.button), and only once."""
+    with Session(url, path="walkthrough") as teacher:
+        assert teacher.rerun().ok
+        _rebuilt(teacher)
+        teacher.click("wt_start")
+        assert teacher.rerun(timeout=30).ok
+        page = "\n".join(e.text for e in teacher.tree.values() if e.text)
+        assert "you teach" in page, page[-2000:]
+        code = re.search(r"class=([A-Z0-9]{9})", teacher.query_string)[1]
+        assert teacher.rerun().ok  # no second class: the press acted once
+        assert re.search(r"class=([A-Z0-9]{9})", teacher.query_string)[1] == code
+
+
+def test_join_pressed_first_on_a_rebuilt_session_joins_with_what_was_typed(url):
+    """A student's Join (a form's button) as a rebuilt session's first message, with the code and
+    the name typed in the same message: joined, under that name, once."""
+    with Session(url, path="walkthrough") as teacher:
+        assert teacher.rerun().ok
+        teacher.click("wt_start")
+        assert teacher.rerun().ok
+        code = re.search(r"class=([A-Z0-9]{9})", teacher.query_string)[1]
+        with Session(url, path="walkthrough") as student:
+            assert student.rerun().ok
+            _rebuilt(student)
+            student.set_widget("wt_join_code", code)
+            student.set_widget("wt_join_name", "Ada")
+            student.click("wt_join_submit")
+            assert student.rerun(timeout=30).ok
+            page = "\n".join(e.text for e in student.tree.values() if e.text)
+            assert "following the teacher" in page, page[-2000:]
+            assert f"class={code}&me=" in student.query_string
+        teacher.rerun()
+        page = "\n".join(e.text for e in teacher.tree.values() if e.text)
+        assert "1 joined" in page, page[-2000:]

@@ -265,7 +265,7 @@ def test_the_private_teacher_link_gives_the_class_back():
 def test_joining_with_a_wrong_code_says_so(text):
     at = _app()
     at.text_input(key="wt_join_code").input(text)
-    at.button(key="FormSubmitter:wt_join_form-Join the class").click().run()
+    at.button(key="wt_join_submit").click().run()
     assert "code" in " ".join(e.value for e in at.error)
     assert not at.session_state["wt_code"]
 
@@ -276,7 +276,7 @@ def test_joining_with_the_code_and_a_name():
     at = _app()
     at.text_input(key="wt_join_code").input(format_code(code).lower())
     at.text_input(key="wt_join_name").input("**Bold** [x](https://e.example)")
-    at.button(key="FormSubmitter:wt_join_form-Join the class").click().run()
+    at.button(key="wt_join_submit").click().run()
     assert at.session_state["wt_code"] == code
     names = list(open_store().members(code).values())
     assert names == ["**Bold** [x](https://e.example)"]  # stored as typed
@@ -297,7 +297,7 @@ def _answer(student: AppTest, qid: str, value: str) -> None:
         widget.set_value(value)
     else:
         student.text_input(key=f"wt_pick_{qid}").input(value)
-    student.button(key=f"FormSubmitter:wt_answer_{qid}-Send my answer").click().run()
+    student.button(key=f"wt_send_{qid}").click().run()
     assert not student.exception
 
 
@@ -493,7 +493,7 @@ def test_a_student_keeps_their_name_through_a_reconnect():
     at = _app()
     at.text_input(key="wt_join_code").input(code)
     at.text_input(key="wt_join_name").input("Bob")
-    at.button(key="FormSubmitter:wt_join_form-Join the class").click().run()
+    at.button(key="wt_join_submit").click().run()
     me = at.session_state["wt_me"]
     again = _app({k: at.query_params[k] for k in at.query_params})  # reload, reconnect, restart
     assert again.session_state["wt_me"] == me

@@ -23,7 +23,7 @@ from tests.test_walkthrough import (
 )
 
 _store = _wt._store  # each test its own class store (an autouse fixture)
-JOIN = "FormSubmitter:wt_join_form-Join the class"
+JOIN = "wt_join_submit"
 SCREEN = {"w": 1920, "h": 1080, "token": ""}
 
 

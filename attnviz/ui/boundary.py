@@ -9,6 +9,8 @@ value a visitor sent.
 - ``before_callbacks(prefix, prepare)``: what a page's callbacks need first. A session rebuilt on
   another replica runs a click's callback before the page has ever run there, so the Playground
   registers its state initialisation (from the link) here;
+- ``button(...)``: a callback button whose press acts once even where Streamlit dropped the
+  callback (a session rebuilt after a failover): the act runs at the start of the page's next run;
 - ``short(value)`` is what may go into a log line.
 """
 
@@ -97,6 +99,60 @@ def callback(
     return run
 
 
+_DROPPED = "_attnviz_dropped"  # a press whose callback Streamlit dropped: (act, args), run next
+HEARD = "__heard"  # a button's key and this: its callback ran, before the run that sees it pressed
+
+
+def button(
+    label: str,
+    *,
+    key: str,
+    on_click: Callable[..., None],
+    args: tuple[object, ...] = (),
+    form: bool = False,
+    **options: object,
+) -> bool:
+    """``st.button`` (``st.form_submit_button`` with ``form``) whose press acts once, even where
+    Streamlit dropped its callback; ``on_click`` is the act, already wrapped by ``callback``.
+
+    A session rebuilt on another replica after a failover knows no callback for a button its runs
+    have not drawn yet (the browser's first requests there can cut those runs short), so Streamlit
+    runs none for the press, and the button still returns True. The act is then kept and the page
+    runs again at once: ``guarded`` runs it first, before any widget is drawn, as Streamlit runs a
+    callback, so it may set what a widget shows. A press whose callback ran marks itself heard
+    (``key + HEARD``), and the run that sees the button pressed takes the mark: no press acts
+    twice (a mark no button took, its button not drawn after its act, goes at the end of the
+    page's run). The walkthrough's slide buttons and the teacher's question buttons have their
+    own."""
+    ss = st.session_state
+    heard = key + HEARD
+
+    def act(*given: object) -> None:
+        ss[heard] = True
+        on_click(*given)
+
+    draw = st.form_submit_button if form else st.button
+    pressed = draw(label, key=key, on_click=act, args=args, **options)
+    if pressed and not ss.pop(heard, False):
+        ss[_DROPPED] = (on_click, args)
+        st.rerun()
+    return pressed
+
+
+def _run_dropped() -> None:
+    """The act of a press whose callback Streamlit dropped (``button``), once."""
+    dropped = st.session_state.pop(_DROPPED, None)
+    if dropped is not None:
+        act, args = dropped
+        act(*args)
+
+
+def _forget_heard() -> None:
+    """Marks no button took this run (``button``): their buttons were not drawn after the act."""
+    for key in [k for k in st.session_state if str(k).endswith(HEARD)]:
+        del st.session_state[key]
+
+
 def guarded(page: Callable[[], None], reset_prefix: str) -> Callable[[], None]:
     """Wrap a page function: AttnvizError -> its message; any other error -> a plain apology, the
     error in the server log only (cut short), and this page's session state (keys starting with
@@ -106,7 +162,9 @@ def guarded(page: Callable[[], None], reset_prefix: str) -> Callable[[], None]:
     @functools.wraps(page)
     def run() -> None:
         try:
+            _run_dropped()
             page()
+            _forget_heard()
         except AttnvizError as e:
             st.error(inert(short(e, 600)))
         except Exception as e:  # Streamlit's rerun/stop are BaseExceptions and pass through

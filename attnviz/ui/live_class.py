@@ -52,7 +52,7 @@ from attnviz.ui import (
     live_screen,
     live_store,
 )
-from attnviz.ui.boundary import callback
+from attnviz.ui.boundary import button, callback
 from attnviz.ui.live_screen import STUDENT_COOKIE, Keep
 from attnviz.ui.safe import inert
 
@@ -309,7 +309,7 @@ def tools() -> None:
         st.caption(
             "The link opens this class on its current slide in any browser. It is never shown."
         )
-        st.button(
+        button(
             "Present only here",
             key="wt_rotate",
             on_click=callback(_rotate, PREFIX, reset=False),
@@ -322,19 +322,19 @@ def tools() -> None:
         if ss.get("wt_end_confirm"):
             st.warning("End the class now? Everyone leaves it, and its answers are deleted.")
             with st.container(horizontal=True):
-                st.button(
+                button(
                     "Yes, end the class",
                     key="wt_end_yes",
                     on_click=callback(_end, PREFIX, reset=False),
                     type="primary",
                 )
-                st.button(
+                button(
                     "Keep teaching",
                     key="wt_end_no",
                     on_click=callback(_end_cancel, PREFIX, reset=False),
                 )
         else:
-            st.button(
+            button(
                 "End the class",
                 key="wt_end",
                 on_click=callback(_end_ask, PREFIX, reset=False),
@@ -355,7 +355,7 @@ def start_or_join(query: str, n: int) -> None:
         with cols[0]:
             st.markdown("**Teacher**: students follow your slides and answer questions.")
             live_plan.picker()
-            st.button(
+            button(
                 "Start a live class",
                 key="wt_start",
                 on_click=callback(_start, PREFIX, reset=False),
@@ -365,9 +365,11 @@ def start_or_join(query: str, n: int) -> None:
         with cols[1], st.form("wt_join_form", border=False):
             st.text_input("Class code", key="wt_join_code", max_chars=16)
             st.text_input("Your name (optional, shown only as text)", key="wt_join_name")
-            st.form_submit_button(
+            button(
                 "Join the class",
+                key="wt_join_submit",
                 on_click=callback(_join, PREFIX, reset=False, notice="wt_join_error"),
+                form=True,
             )
             if ss.get("wt_join_error"):
                 st.error(inert(ss["wt_join_error"]))
@@ -521,7 +523,7 @@ def _status(r: Classroom, record: ClassRecord, teacher: bool, presenters: int) -
                 "here: a new private link, and every other device stops teaching at once.",
                 icon=":material/devices:",
             )
-            st.button(
+            button(
                 "Present only here",
                 key="wt_only_here",
                 on_click=callback(_rotate, PREFIX, reset=False),
@@ -532,7 +534,7 @@ def _status(r: Classroom, record: ClassRecord, teacher: bool, presenters: int) -
         st.markdown(f"**Live class {code}** · following the teacher")
     else:
         st.markdown(f"**Live class {code}** · the teacher is on slide {record.slide}")
-        st.button(
+        button(
             f"Back to slide {record.slide}",
             key="wt_rejoin",
             on_click=callback(_rejoin, PREFIX, reset=False),

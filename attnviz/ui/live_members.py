@@ -9,7 +9,7 @@ from __future__ import annotations
 import streamlit as st
 
 from attnviz.classroom import ClassError, ClassRecord, Classroom
-from attnviz.ui.boundary import callback
+from attnviz.ui.boundary import button, callback
 
 PREFIX = "wt_"  # the Walkthrough's keys: what the error boundary resets
 
@@ -23,7 +23,7 @@ def panel(r: Classroom, record: ClassRecord, members: tuple[tuple[str, str], ...
         if names:
             st.text(", ".join(names))  # plain text, never markdown
         if record.joining:
-            st.button(
+            button(
                 "Close the class to new students",
                 key="wt_close_joining",
                 on_click=callback(_set_joining, PREFIX, reset=False),
@@ -32,7 +32,7 @@ def panel(r: Classroom, record: ClassRecord, members: tuple[tuple[str, str], ...
             )
         else:
             st.caption("Closed to new students: those who joined can still come back.")
-            st.button(
+            button(
                 "Open the class to new students",
                 key="wt_open_joining",
                 on_click=callback(_set_joining, PREFIX, reset=False),
@@ -49,7 +49,7 @@ def panel(r: Classroom, record: ClassRecord, members: tuple[tuple[str, str], ...
                     key="wt_remove_pick",
                     placeholder="Pick a student",
                 )
-                st.button(
+                button(
                     "Remove",
                     key="wt_remove",
                     on_click=callback(_remove, PREFIX, reset=False),

@@ -19,7 +19,7 @@ import streamlit as st
 from attnviz.classroom import ClassError, ClassRecord, Classroom, Kind, Problem, Question, peer
 from attnviz.classroom.deck import Slide
 from attnviz.ui import figure
-from attnviz.ui.boundary import callback
+from attnviz.ui.boundary import button, callback
 from attnviz.ui.safe import inert
 
 TYPED_BARS = 6  # the count shows this many different typed answers (the most given)
@@ -380,10 +380,12 @@ def student_panel(r: Classroom, record: ClassRecord, question: Question) -> None
             st.text_input("Your answer, a number", key=f"wt_pick_{question.id}", max_chars=20)
         else:
             st.text_input("Your expression", key=f"wt_pick_{question.id}", max_chars=200)
-        st.form_submit_button(
+        button(
             "Send my answer",
+            key=f"wt_send_{question.id}",
             on_click=callback(_answer, "wt_", reset=False, notice="wt_answer_error"),
             args=(r, question, mine_key),
+            form=True,
         )
     if ss.get("wt_answer_error"):
         st.error(inert(ss["wt_answer_error"]))
