@@ -289,20 +289,24 @@ def _reused(op) -> int:
 
 @needs_op
 def test_a_dropped_output_is_the_next_output_of_its_size_with_the_new_numbers(op, planned):
-    """A loop that drops each result gets back the tensor it dropped (no tensor made or freed)."""
+    """A loop that drops each result gets back the tensor it dropped (no tensor made or freed);
+    also where x is summed without the GIL (T = 5000: past KEEP_GIL_NUMEL)."""
     if not _reused(op):
         pytest.skip("torch.ops makes each output afresh")
-    x, w = random_inputs(3, 50, 70, seed=21)
-    planned(x, 1)
-    first = op(x, w)
-    made, where = id(first), first.data_ptr()
-    first.add_(0)  # an in-place write: the tensor's version counter goes to 1, a new one's is 0
-    del first
-    y, v = random_inputs(3, 50, 70, seed=22)
-    again = op(y, v)
-    assert (id(again), again.data_ptr(), again._version) == (made, where, 1)
-    assert_close(again, attnviz.reference(y, v).float(), rtol=1e-5, atol=1e-4)
-    assert again.shape == (3, 70) and again.stride() == (70, 1) and again.is_contiguous()
+    for t in (50, 5000):
+        x, w = random_inputs(3, t, 70, seed=21)
+        planned(x, 1)
+        first = op(x, w)
+        made, where = id(first), first.data_ptr()
+        first.add_(0)  # an in-place write: the version counter goes up, a new tensor's is 0
+        version = first._version  # 1, or more where first was itself kept (the T before)
+        del first
+        y, v = random_inputs(3, t, 70, seed=22)
+        again = op(y, v)
+        assert (id(again), again.data_ptr(), again._version) == (made, where, version) and version
+        assert_close(again, attnviz.reference(y, v).float(), rtol=1e-5, atol=1e-4)
+        assert again.shape == (3, 70) and again.stride() == (70, 1) and again.is_contiguous()
+        del again
 
 
 @needs_op
