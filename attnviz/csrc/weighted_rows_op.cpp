@@ -160,13 +160,13 @@ char *take_block(size_t size) {  // a kept block of exactly `size` bytes, the ne
 // rises no further than 32 MiB), so each call's output is paged in by faults: one per 4 KiB page
 // without the advice, one per 2 MiB with it (8192x4x1024, one thread: 25 ms a call, 11 ms with it;
 // attnviz/large_outputs.py does the same on the ctypes path; PyTorch does it for all of its
-// allocations under THP_MEM_ALLOC_ENABLE=1). The pages are then paged in here, before the
-// kernel runs, each thread a run of whole pages of its own: the kernel's threads take units of
-// rows as they come free, so both wrote into the same fresh huge page at once, and such calls
-// took 8-104 ms on our 2-vCPU VM (16384x2x1024, quartiles 8-31 ms); paged in first, 11-15 ms (4
-// KiB pages: 23-40 ms). The advice is only advice: where it fails or Linux gives no huge pages,
-// the block pages in as before. The builtin makes such outputs without the GIL (a 64 MiB output
-// takes milliseconds to page in).
+// allocations under THP_MEM_ALLOC_ENABLE=1). The pages are then paged in here, by this thread,
+// before the kernel runs: its threads take units of rows as they come free, so both wrote into
+// the same fresh huge page at once, and such calls took 8-104 ms on our 2-vCPU VM (16384x2x1024,
+// quartiles 8-31 ms); paged in first, 11-15 ms (4 KiB pages: 23-40 ms; paged in by both threads,
+// each a run of pages of its own, no faster: benchmarks/runs/issue32ae/parallel_python.txt). The
+// advice is only advice: where it fails or Linux gives no huge pages, the block pages in as
+// before. The builtin makes such outputs without the GIL (64 MiB take milliseconds to page in).
 constexpr size_t HUGE_PAGE = size_t{2} << 20;
 constexpr size_t HUGE_FROM = size_t{32} << 20;
 
@@ -178,11 +178,7 @@ char *fresh_block(size_t bytes) {
 #ifdef MADV_HUGEPAGE
   madvise(block, whole, MADV_HUGEPAGE);
 #endif
-  const auto pages = static_cast<int64_t>(whole / HUGE_PAGE);
-  at::parallel_for(0, pages, 1, [block](int64_t first, int64_t end) {
-    for (int64_t page = first; page < end; page++)
-      static_cast<volatile char *>(block)[page * HUGE_PAGE] = 0;
-  });
+  for (size_t at = 0; at < whole; at += HUGE_PAGE) static_cast<volatile char *>(block)[at] = 0;
   return block;
 }
 
