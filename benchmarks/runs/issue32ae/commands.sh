@@ -26,11 +26,18 @@ big=16384x2x1024,8192x4x1024,8192x1x1024,2048x8x4096,32768x1x512,4096x8x1024
 paired_python f3f55cc aea9c44 "$big" bmm,fused > $out/huge_python.txt
 
 # allocation.txt: allocation_ab.py, the kernel through ctypes into an output made three
-# ways, interleaved per call, 40 calls each: torch.empty (4 KiB pages), large_outputs.empty_f32
-# without the paging in ("huge") and with it ("touch1", what aea9c44 keeps); two threads, twice
+# ways, interleaved per call, 40 calls each: torch.empty (4 KiB pages), huge pages without the
+# paging in ("huge") and with it ("touch1", what aea9c44 keeps); two threads, twice (made before
+# the script had its fourth way, "kept", which it now adds to each block)
 for i in 1 2; do for s in 16384x2x1024 8192x4x1024; do
     "$py" $out/allocation_ab.py 2 $s; done; done > $out/allocation.txt
 "$py" $out/allocation_ab.py 1 16384x2x1024 >> $out/allocation.txt
 # allocation_kept.txt: the same with a fourth way, one output paged in once and written every call
 for s in 8192x4x1024 16384x2x1024 8192x1x1024; do
     "$py" $out/allocation_ab.py 1 $s; done > $out/allocation_kept.txt
+
+# parallel_python.txt: aea9c44 (the output paged in by the calling thread, holding the GIL) against
+# e07291e (paged in without the GIL, each thread a run of pages), and small sizes in L2
+# as a control of the builtin's changed call
+paired_python aea9c44 e07291e 16384x2x1024,8192x4x1024,2048x8x4096,4x16x32,8x32x64 fused \
+    > $out/parallel_python.txt
