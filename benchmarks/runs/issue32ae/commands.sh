@@ -41,3 +41,13 @@ for s in 8192x4x1024 16384x2x1024 8192x1x1024; do
 # as a control of the builtin's changed call
 paired_python aea9c44 e07291e 16384x2x1024,8192x4x1024,2048x8x4096,4x16x32,8x32x64 fused \
     > $out/parallel_python.txt
+
+# small_python.txt, small_python_2.txt: the round's start (f3f55cc) against its end (cf44b84) in L2,
+# where the builtin's call changed (e07291e), then again for the size that looked slower on two
+# threads in the first (16x128x128: 0.972-0.986 before, 0.959-0.964 after; then 0.966-0.978 and
+# 0.966-0.976: noise)
+paired_python f3f55cc cf44b84 4x16x32,8x32x64,16x128x128 fused > $out/small_python.txt
+paired_python f3f55cc cf44b84 16x128x128,8x128x256 fused > $out/small_python_2.txt
+
+# default_end_t1.txt, default_end_t2.txt: the default run at the end (at cf44b84)
+for t in 1 2; do "$py" -m attnviz.bench --device cpu --threads $t > $out/default_end_t$t.txt 2>&1; done
