@@ -10,9 +10,10 @@ read of x alone: 5 ms). Asking Linux for transparent huge pages on such an outpu
 set) pages it in by one fault per 2 MiB: 11 ms a call, most of the rest being Linux zeroing the
 new pages (a block kept from call to call would save that too, but would hold its memory between
 calls, which a server shared by a class should not). The pages are faulted in by the calling
-thread before the kernel's threads write them: two threads faulting fresh huge pages at once took
-8-104 ms a call on our 2-vCPU VM (16384x2x1024, quartiles 8-31 ms), one thread before them 11-15
-ms (4 KiB pages: 23-40 ms).
+thread before the kernel's threads write them (a write to each, through torch, which lets go of
+the GIL meanwhile): two threads faulting fresh huge pages at once took 8-104 ms a call on our
+2-vCPU VM (16384x2x1024, quartiles 8-31 ms), one thread before them 11-15 ms (4 KiB pages: 23-40
+ms).
 
 The operator (``csrc/weighted_rows_op.cpp``, ``fresh_block``), fused's usual path, does this in
 C++. ``empty_f32(rows, cols)`` does it for the ctypes path (``native``): ``torch.empty(rows, cols)``
@@ -50,9 +51,8 @@ def empty_f32(rows: int, cols: int) -> Tensor:
     mapping = mmap.mmap(-1, whole + HUGE_PAGE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
     mapping.madvise(mmap.MADV_HUGEPAGE)
     start = -_address(mapping) % HUGE_PAGE  # a 2 MiB line: the first page can be a huge one
-    for at in range(start, start + whole, HUGE_PAGE):
-        mapping[at] = 0  # paged in by this thread: see the docstring
     out = torch.frombuffer(mapping, dtype=torch.float32, count=count, offset=start)
+    out[:: HUGE_PAGE // 4].zero_()  # each page paged in now (see the docstring), without the GIL
     return out.view(rows, cols)
 
 
