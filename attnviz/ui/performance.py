@@ -134,8 +134,8 @@ def _caption() -> None:
         "by all of them, so both the limit and the methods are faster there. Speed counts "
         "reading net_output and att_scores once and writing weighted once. Spread is the interquartile range of the rounds; a "
         f"point whose spread exceeds {NOISY_SPREAD:.0%} of its median is flagged noisy. Extra "
-        "memory is the measured peak above the inputs: the one-liner materialises a (B, T, H) "
-        "temporary."
+        "memory is the measured peak above the inputs, the (B, H) result included: the "
+        "one-liner also materialises a (B, T, H) temporary."
     )
 
 
