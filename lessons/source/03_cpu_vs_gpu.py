@@ -279,8 +279,8 @@ check_intermediate_bytes(intermediate_bytes)
 
 # %% [markdown]
 # Now measure it: `bench.peak_extra_bytes` records the peak memory allocated while a call runs,
-# above what was there before (on the CPU through torch's profiler, on CUDA through the
-# allocator's peak counter).
+# above what was there before, the (B, H) result included (on the CPU through torch's profiler
+# and the size of what the call returns, on CUDA through the allocator's peak counter).
 
 # %%
 device = "cuda" if has_gpu else "cpu"
