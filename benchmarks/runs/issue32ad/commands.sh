@@ -6,24 +6,13 @@ set -euo pipefail
 out=benchmarks/runs/issue32ad
 py=$PWD/.venv/bin/python
 
-# paired_python BEFORE AFTER SIZES: fused over the floor through Python, each tree in a worktree of
-# its own, one and two threads, twice, the trees alternating (its output: one "== tree" block each)
-paired_python() {
-    git worktree add -f /tmp/wt_before "$1"
-    git worktree add -f /tmp/wt_after "$2"
-    for i in 1 2; do for tree in /tmp/wt_before /tmp/wt_after; do for t in 1 2; do
-        echo "== $tree threads $t run $i"
-        (cd "$tree" && PYTHONPATH=$tree "$py" -m attnviz.bench --device cpu --threads $t \
-            --methods fused --sizes "$3" --rounds 11 2>&1 |
-            grep -E "^cpu .*fused|flag|beat|above" | cut -c1-100)
-    done; done; done
-    git worktree remove --force /tmp/wt_before
-    git worktree remove --force /tmp/wt_after
-}
+# paired_python (../paired_python.sh): fused over the floor, its lines only, as these files hold
+source benchmarks/runs/paired_python.sh
+fused_python() { paired_python "$1" "$2" "$3" fused "^cpu .*fused"; }
 
 # stream_python.txt: before and after the sums of long rows written past the caches (the files here
 # name the after tree /work/main: they were run from the checkout at that commit)
-paired_python 13938b2 05ed5e8 2048x16x1024,1024x32x1024,4096x8x1024,512x16x4096,256x128x1024 \
+fused_python 13938b2 05ed5e8 2048x16x1024,1024x32x1024,4096x8x1024,512x16x4096,256x128x1024 \
     > $out/stream_python.txt
 
 # plain_c.txt: ../issue32aa/medians_ab.c with 4 KiB-aligned outputs, made as ../issue32ac/commands.sh
@@ -48,7 +37,7 @@ paired_python 13938b2 05ed5e8 2048x16x1024,1024x32x1024,4096x8x1024,512x16x4096,
 
 # nta_python.txt: ed636ed (before) against 81d1dc4, which reads rows of 513-768 as stripes of
 # sentences asking ahead (LONG_STRIPED_H 768, LONG_NTA_H)
-paired_python ed636ed 81d1dc4 \
+fused_python ed636ed 81d1dc4 \
     6553x8x640,3276x16x640,2730x16x768,5461x8x768,1820x32x576,1365x32x768,13107x4x640,4096x16x512 \
     > $out/nta_python.txt
 
@@ -67,4 +56,4 @@ for t in 1 2; do "$py" -m attnviz.bench --device cpu --threads $t > $out/default
 # modes 32 and 96, one thread and two, 15 rounds: 2097x16x1000 4194x8x1000 2097x16x1008 2621x16x800
 # wide_python.txt: 29ec74b (before) against f78497c
 wide=10485x4x800,5242x8x800,2621x16x800,4681x8x896,4194x8x1000,2097x16x1000
-paired_python 29ec74b f78497c "$wide,8192x4x1024,4096x8x1024,2048x16x1024" > $out/wide_python.txt
+fused_python 29ec74b f78497c "$wide,8192x4x1024,4096x8x1024,2048x16x1024" > $out/wide_python.txt

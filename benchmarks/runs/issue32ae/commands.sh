@@ -6,20 +6,8 @@ set -euo pipefail
 out=benchmarks/runs/issue32ae
 py=$PWD/.venv/bin/python
 
-# paired_python BEFORE AFTER SIZES METHODS: each tree in a worktree of its own, one and two threads,
-# twice, the trees alternating (its output: one "== tree" block each)
-paired_python() {
-    git worktree add -f /tmp/wt_before "$1"
-    git worktree add -f /tmp/wt_after "$2"
-    for i in 1 2; do for tree in /tmp/wt_before /tmp/wt_after; do for t in 1 2; do
-        echo "== $tree threads $t run $i"
-        (cd "$tree" && PYTHONPATH=$tree "$py" -m attnviz.bench --device cpu --threads $t \
-            --methods "$4" --sizes "$3" --rounds 11 2>&1 |
-            grep -E "^cpu |flag|beat|above" | cut -c1-100)
-    done; done; done
-    git worktree remove --force /tmp/wt_before
-    git worktree remove --force /tmp/wt_after
-}
+# paired_python BEFORE AFTER SIZES METHODS (../paired_python.sh): every cpu line of the table
+source benchmarks/runs/paired_python.sh
 
 # huge_python.txt: before and after, fused and bmm (bmm's outputs stay on 4 KiB pages: a control)
 big=16384x2x1024,8192x4x1024,8192x1x1024,2048x8x4096,32768x1x512,4096x8x1024
