@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import streamlit as st
@@ -41,17 +41,21 @@ def whole(key: str, lo: int, hi: int, default: int, *, stored: type = int) -> in
     turns what the browser sends for an int widget into an int before any app code runs, and a
     forged NaN or infinity makes that fail; a float widget takes any double."""
     ss = st.session_state
-    value = ss.get(key, default)
+    n = whole_of(ss.get(key, default), lo, hi, default)
+    if ss.get(key) != n or type(ss.get(key)) is not stored:
+        ss[key] = stored(n)
+    return n
+
+
+def whole_of(value: object, lo: int, hi: int, default: int) -> int:
+    """``value`` as an int clamped to [lo, hi]; ``default`` for anything not a finite number."""
     n: int | None = None
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         try:
             n = int(value)
         except (OverflowError, ValueError):  # inf, nan
             n = None
-    n = default if n is None else min(max(n, lo), hi)
-    if ss.get(key) != n or type(ss.get(key)) is not stored:
-        ss[key] = stored(n)
-    return n
+    return default if n is None else min(max(n, lo), hi)
 
 
 def flag(key: str) -> None:
@@ -97,23 +101,30 @@ def example_controls(
     on_resize: Callable[[], None],
     *,
     on_seed: Callable[[], None] | None = None,
+    starts: Mapping[str, object] | None = None,
 ) -> ExampleChoice:
     """Preset, B/T/H, seed, softmax and mask. on_preset rebuilds the example from the preset
     picked; on_resize keeps the values that still fit; on_seed (default on_preset) rebuilds it
-    with a new seed. Every value is checked before its widget is drawn."""
+    with a new seed. Every value held is checked before its widget is drawn; ``starts`` gives the
+    values to draw them with where none is held yet (``first_values`` says why none can be)."""
+    ss, starts = st.session_state, starts or {}
     choose("pg_preset", list(examples.PRESETS), "classic")
     for letter, most in zip(
         examples.AXIS_LETTERS, (examples.MAX_B, examples.MAX_T, examples.MAX_H), strict=True
     ):
-        whole(f"pg_{letter.lower()}", 1, most, 1, stored=float)
-    whole("pg_seed", 0, 999_999, 0, stored=float)
+        if f"pg_{letter.lower()}" in ss:
+            whole(f"pg_{letter.lower()}", 1, most, 1, stored=float)
+    if "pg_seed" in ss:
+        whole("pg_seed", 0, 999_999, 0, stored=float)
     flag("pg_softmax")
     flag("pg_use_mask")
     cols = st.columns([2.2, 1, 1, 1, 1.2, 1.6, 1.6], vertical_alignment="bottom")
     preset = cols[0].selectbox(
         "Preset",
         list(examples.PRESETS),
-        index=list(examples.PRESETS).index(start_at("pg_preset", "classic")),
+        index=list(examples.PRESETS).index(
+            start_at("pg_preset", starts.get("pg_preset", "classic"))
+        ),
         key="pg_preset",
         on_change=on_preset,
         help="Start again from a prepared example; edits are replaced.",
@@ -131,7 +142,7 @@ def example_controls(
                 f"{letter} ({name if letter == 'H' else name + 's'})",
                 min_value=1.0,
                 max_value=float(most),
-                value=start_at(f"pg_{letter.lower()}", 1.0),
+                value=start_at(f"pg_{letter.lower()}", starts.get(f"pg_{letter.lower()}", 1.0)),
                 step=1.0,
                 format="%.0f",
                 key=f"pg_{letter.lower()}",
@@ -143,7 +154,7 @@ def example_controls(
         "Seed",
         min_value=0.0,
         max_value=999_999.0,
-        value=start_at("pg_seed", 0.0),
+        value=start_at("pg_seed", starts.get("pg_seed", 0.0)),
         step=1.0,
         format="%.0f",
         key="pg_seed",
@@ -152,18 +163,24 @@ def example_controls(
     )
     softmax = cols[5].toggle(
         "Softmax the scores",
-        value=start_at("pg_softmax", False),
+        value=start_at("pg_softmax", starts.get("pg_softmax", False)),
         key="pg_softmax",
         help="Treat att_scores as raw scores and softmax them over words (dim=1) first.",
     )
     use_mask = cols[6].toggle(
         "Mask padding",
-        value=start_at("pg_use_mask", False),
+        value=start_at("pg_use_mask", starts.get("pg_use_mask", False)),
         key="pg_use_mask",
         help="Use the mask below: words marked off are padding and get weight 0.",
     )
-    b, t, h = (int(s) for s in sizes)
-    return ExampleChoice(str(preset), b, t, h, int(seed), bool(softmax), bool(use_mask))
+    # drawn for the first time, a box holds what the browser sent, unchecked (first_values)
+    b, t, h = (
+        whole_of(s, 1, most, 1)
+        for s, most in zip(sizes, (examples.MAX_B, examples.MAX_T, examples.MAX_H), strict=True)
+    )
+    return ExampleChoice(
+        str(preset), b, t, h, whole_of(seed, 0, 999_999, 0), softmax is True, use_mask is True
+    )
 
 
 def step_controls(n_steps: int) -> tuple[int, bool]:

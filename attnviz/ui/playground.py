@@ -15,6 +15,8 @@ From the editors on, the example travels as one ``current.Current`` value; the s
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pandas as pd
 import streamlit as st
@@ -27,6 +29,8 @@ from attnviz.ui.current import Current
 from attnviz.ui.safe import inert
 
 TABS = sections.TABS  # (url key, label)
+# the example's controls whose change rebuilds the example (their callbacks): first_values
+BOXES = ("pg_preset", "pg_b", "pg_t", "pg_h", "pg_seed")
 # Our own read-only tables scroll sideways where a phone is narrower than they are (the editors'
 # grids scroll on their own), and the page's title fits a phone.
 _STYLE = """
@@ -130,9 +134,14 @@ def _init_state() -> None:
         lk, problem = link.Link(), f"This link could not be read: {e}. Showing the defaults."
     b, t, h = lk.shape
     x, w, m, _, _ = cached.preset(lk.preset, b, t, h, lk.seed)
-    ss["pg_preset"], ss["pg_seed"] = lk.preset, float(lk.seed)  # float widgets: see whole()
-    ss["pg_b"], ss["pg_t"], ss["pg_h"] = float(b), float(t), float(h)
-    ss["pg_softmax"], ss["pg_use_mask"] = lk.softmax, lk.use_mask
+    # what the example's controls start at (float widgets: see whole()), given to them as they
+    # are drawn, not set as their values: see first_values
+    ss["pg_starts"] = dict(
+        zip(BOXES, (lk.preset, float(b), float(t), float(h), float(lk.seed)), strict=True),
+        pg_softmax=lk.softmax,
+        pg_use_mask=lk.use_mask,
+    )
+    ss["pg_unseen"] = True
     ss["pg_tab"] = dict(TABS).get(lk.tab, TABS[0][1])
     ss["pg_step"] = lk.step
     # widgets inside tabs: kept aside (see _controls.remembered), drawn when their tab opens
@@ -147,6 +156,48 @@ def _init_state() -> None:
     )
     ss["pg_notice"] = problem
     ss["pg_ready"] = True
+
+
+def first_values(choice: _controls.ExampleChoice) -> None:
+    """After the example's controls are drawn for the first time in a session: where they hold
+    other values than the link's, adopt them, as their callbacks would have.
+
+    A session rebuilt on another replica after a failover starts from the link, and its first
+    message can be a box changed on the replica that died (a new preset, size or seed).
+    Streamlit runs no callback for a widget the session has not drawn, nor shows its value before
+    it is drawn; so the link's values are not set as the boxes' values (``_init_state``), only
+    drawn as their start, and what the browser sent for a box is then its value. Such a value has
+    passed none of the checks made before a box is drawn, so the page runs again at once
+    (``pg_adopt``): the checks first, then the change, then the page."""
+    ss = st.session_state
+    if not ss.pop("pg_unseen", False):
+        return
+    starts = ss["pg_starts"]
+    drawn = (choice.preset, *(ss.get(key) for key in BOXES[1:]))
+    if any(a != b for a, b in zip(drawn, (starts[key] for key in BOXES), strict=True)):
+        ss["pg_adopt"] = True
+        st.rerun()
+
+
+def _adopt(
+    *, on_pick: Callable[[], None], on_seed: Callable[[], None], on_resize: Callable[[], None]
+) -> None:
+    """The run after ``first_values`` found a box changed: each box checked as in every run
+    (a value checked away is no change), then the change applied by the box's callback."""
+    ss = st.session_state
+    if not ss.pop("pg_adopt", False):
+        return
+    starts = ss["pg_starts"]
+    _controls.choose("pg_preset", list(examples.PRESETS), starts["pg_preset"])
+    _controls.whole("pg_seed", 0, 999_999, int(starts["pg_seed"]), stored=float)
+    b, t, h, seed = _size()
+    ss.setdefault("pg_seen", ())  # the change is said, as after a callback (_announce_result)
+    if ss["pg_preset"] != starts["pg_preset"]:
+        on_pick()
+    elif seed != starts["pg_seed"]:
+        on_seed()
+    elif (b, t, h) != ss["pg_x"].shape:
+        on_resize()
 
 
 def _rows(axis: str, n: int) -> pd.RangeIndex:
@@ -387,6 +438,12 @@ def page() -> None:
     """The Playground page."""
     _init_state()
     ss = st.session_state
+    acts = {
+        "on_pick": callback(_on_pick_preset, "pg_"),
+        "on_seed": callback(_on_preset, "pg_"),
+        "on_resize": callback(_on_resize, "pg_"),
+    }
+    _adopt(**acts)  # before anything drawn from the example
     ss["pg_page_done"] = False  # set again at the end: later runs of a section alone are fragments
     st.html(_STYLE)
     st.container(key="pg_title").markdown("# Attention-weighted aggregation, through broadcasting")
@@ -410,10 +467,9 @@ def page() -> None:
         if screen.reported:  # not before: the browser's report reruns the page on its own
             ss["pg_notice"] = None
     choice = _controls.example_controls(
-        callback(_on_pick_preset, "pg_"),
-        callback(_on_resize, "pg_"),
-        on_seed=callback(_on_preset, "pg_"),
+        acts["on_pick"], acts["on_resize"], on_seed=acts["on_seed"], starts=ss["pg_starts"]
     )
+    first_values(choice)
     _workspace(choice)
     ss["pg_page_done"] = True
 
