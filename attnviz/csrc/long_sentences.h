@@ -30,9 +30,6 @@
 #include <stdint.h>
 
 #include "vectors.h"
-#if defined(__AVX__)
-#include <immintrin.h> /* non-temporal stores: _mm512_stream_ps, _mm256_stream_ps, _mm_sfence */
-#endif
 
 #define LONG_STRIPED_H 1024 /* the longest rows (numbers) read so ... */
 /* ... in sentences of at most LONG_WIDE_ROWS rows where they are longer than LONG_WIDE_H (plain C,
@@ -64,30 +61,12 @@ static inline float *long_sums(const float *x, long h, float *room, int k) {
     return (float *)((char *)room + k * LONG_ROOM_STEP + at);
 }
 
-/* v stored at p, 4 * VL bytes aligned, past the caches (a non-temporal store: its line is not
- * read first), where the CPU has such stores of VL numbers; else stored as usual. A call on short
- * sentences writes a sizeable output: B x H numbers for T times as many read, and a store to a
- * line not in the cache reads the line from memory first, so each is moved twice. Plain C, one
- * thread, 128 MiB, medians of paired rounds, stored so against as usual: 4096x16x512 0.77-0.87 ->
+/* The sums are stored past the caches from DRAM (stream_vec, vectors.h). Plain C, one thread,
+ * 128 MiB, medians of paired rounds, stored so against as usual: 4096x16x512 0.77-0.87 ->
  * 0.85-0.97 of the read limit, 5461x16x384 0.73-0.86 -> 0.80-0.99, 8192x8x512 0.70 -> 0.82,
  * 10922x8x384 0.72 -> 0.92-0.96; rows off the lines, their whole lines so and the rest as
- * usual: 7710x16x300 0.83 -> 0.86, 4194x16x500 0.81 -> 0.91. (Not for striped_sentences, whose
- * sums are in registers: 16384x16x128 0.94 -> 0.93, 8192x16x256 0.88 -> 0.84, 2048x64x128 1.00 ->
- * 0.96.) */
-static inline void stream_vec(float *p, vecf v) {
-#if defined(__AVX512F__) && VL == 16
-    _mm512_stream_ps(p, (__m512)v);
-#elif defined(__AVX__) && VL == 8
-    _mm256_stream_ps(p, (__m256)v);
-#else
-    *(vecfu *)p = v;
-#endif
-}
-static inline void stream_fence(void) { /* the streamed stores ordered before what follows */
-#if defined(__AVX__)
-    _mm_sfence();
-#endif
-}
+ * usual: 7710x16x300 0.83 -> 0.86, 4194x16x500 0.81 -> 0.91. (striped_sentences, whose sums are
+ * in registers, streams them for sentences of at most STREAM_SHORT_ROWS rows: short_rows.h.) */
 
 /* row t of sentences 0, q, 2q and 3q from x (k_st of them: four, or one for a sentence alone) in
  * each step, each into its sums in room, then copied to s, s + q * h, ... (past the caches where

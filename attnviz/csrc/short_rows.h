@@ -137,16 +137,29 @@ static void short_rows_of(const float *restrict x, const float *restrict w, floa
 #endif
 /* the stripes of sentences for rows of nv vectors */
 #define STRIPES_OF(nv) ((nv) <= QUAD_VECS ? 4 : 2)
+/* From DRAM, sentences of at most STREAM_SHORT_ROWS rows on the lines have their sums stored past
+ * the caches (stream_vec, vectors.h): the output is then a half to an eighth of x, and each line
+ * of it stored as usual is read first. Plain C, paired in one process, x of 64-128 MiB, two runs,
+ * stored so against as usual (benchmarks/runs/issue32af/stream_pair.txt): one thread 32768x2x256
+ * 0.54-0.58 -> 0.64-0.67, 65536x2x128 0.60-0.67 -> 0.76-0.77, 16384x4x256 0.64-0.68 -> 0.67-0.71,
+ * 32768x4x128 0.71-0.72 -> 0.78-0.81, 8192x8x256 0.70-0.84 -> 0.71-0.88, 16384x8x128 0.74-0.75 ->
+ * 0.76-0.77; two threads 32768x2x256 0.40-0.44 -> 0.55-0.67, 16384x4x256 0.61-0.64 -> 0.71-0.75,
+ * 32768x4x128 0.65-0.66 -> 0.78-0.79, 16384x8x128 0.73-0.79 -> 0.80-0.85. Not for more rows, where
+ * the output is smaller still: 16384x16x128 0.88 -> 0.85, 8192x16x256 0.88 -> 0.84, 2048x64x128
+ * 1.00 -> 0.96 (measured before). */
+#define STREAM_SHORT_ROWS 8
 
 #define EACH_STRIPE(k) _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
 
-/* quad_run(..., nv, k_st): row t of sentences 0, q, 2q and 3q (from x; q sentences of `rows` rows
- * of h numbers apart; k_st of them: four, two for longer rows, or one for the sentences left over)
- * in each step, each into nv running sums in registers. Rows on the lines: whole vectors. */
+/* quad_run(..., nv, k_st, stream): row t of sentences 0, q, 2q and 3q (from x; q sentences of
+ * `rows` rows of h numbers apart; k_st of them: four, two for longer rows, or one for the sentences
+ * left over) in each step, each into nv running sums in registers, stored past the caches where
+ * `stream` (see STREAM_SHORT_ROWS). Rows on the lines: whole vectors. */
 static inline __attribute__((always_inline)) void quad_run(const float *restrict x,
                                                           const float *restrict w,
                                                           float *restrict s, long q, long rows,
-                                                          long h, const int nv, const int k_st) {
+                                                          long h, const int nv, const int k_st,
+                                                          const int stream) {
     const long dx = q * rows * h, dw = q * rows; /* from one stripe to the next */
     vecf a[4][2 * QUAD_VECS]; /* k_st * nv <= 4 * QUAD_VECS of them used */
     EACH_STRIPE(k) if (k < k_st) EACH_VEC(v, nv) a[k][v] = (vecf){0};
@@ -158,6 +171,10 @@ static inline __attribute__((always_inline)) void quad_run(const float *restrict
                 EACH_VEC(v, nv) a[k][v] += u * *(const vecfu *)(r + k * dx + VL * v);
             }
         }
+    }
+    if (stream) {
+        EACH_STRIPE(k) if (k < k_st) EACH_VEC(v, nv) stream_vec(s + k * q * h + VL * v, a[k][v]);
+        return;
     }
     EACH_STRIPE(k) if (k < k_st) EACH_VEC(v, nv) *(vecfu *)(s + k * q * h + VL * v) = a[k][v];
 }
@@ -212,9 +229,9 @@ static inline int stripes_sentences(const float *x, long rows, long h) {
 }
 
 /* quad_run (or quad_straddled) on STRIPES_OF(nv) stripes, or on one sentence (alone), one copy
- * per number of vectors nv */
+ * per number of vectors nv; on the lines, the sums past the caches where `stream` */
 static void quad_of(const float *x, const float *w, float *s, long q, long rows, long h, int alone,
-                    int lines) {
+                    int lines, int stream) {
 #ifdef ALIGNED_STEPS
     if (!lines) {
         switch ((h + 15) / 16) {
@@ -237,9 +254,9 @@ static void quad_of(const float *x, const float *w, float *s, long q, long rows,
 #define QUAD_CASE(nv)                                                                              \
     case nv:                                                                                       \
         if (alone)                                                                                 \
-            quad_run(x, w, s, q, rows, h, nv, 1);                                                  \
+            quad_run(x, w, s, q, rows, h, nv, 1, stream);                                                  \
         else                                                                                       \
-            quad_run(x, w, s, q, rows, h, nv, STRIPES_OF(nv));                                     \
+            quad_run(x, w, s, q, rows, h, nv, STRIPES_OF(nv), stream);                                     \
         break;
         QUAD_CASE(1) QUAD_CASE(2) QUAD_CASE(3) QUAD_CASE(4)
 #if QUAD_VECS > 2
@@ -251,9 +268,10 @@ static void quad_of(const float *x, const float *w, float *s, long q, long rows,
 }
 
 /* out[s, :] for `count` whole sentences from x, in groups of four (or two) stripes (see
- * STRIPED_NUMEL); the sentences past a group's equal stripes one at a time, with the same bits */
+ * STRIPED_NUMEL); the sentences past a group's equal stripes one at a time, with the same bits;
+ * on the lines, out stored past the caches where `stream` (out on the lines too: the caller's) */
 static void striped_sentences(const float *x, const float *w, float *out, long count, long rows,
-                              long h) {
+                              long h, int stream) {
     const long per = rows * h, group = STRIPED_NUMEL / per / 4 * 4; /* sentences a group */
     const int lines = on_lines(x, h), k_st = STRIPES_OF(lines ? h / VL : (h + 15) / 16);
     for (long g0 = 0; g0 < count; g0 += group) {
@@ -261,9 +279,9 @@ static void striped_sentences(const float *x, const float *w, float *out, long c
         const float *xg = x + g0 * per, *wg = w + g0 * rows;
         float *og = out + g0 * h;
         for (long j = 0; j < q; j++)
-            quad_of(xg + j * per, wg + j * rows, og + j * h, q, rows, h, 0, lines);
+            quad_of(xg + j * per, wg + j * rows, og + j * h, q, rows, h, 0, lines, stream && lines);
         for (long s = k_st * q; s < n; s++)
-            quad_of(xg + s * per, wg + s * rows, og + s * h, 0, rows, h, 1, lines);
+            quad_of(xg + s * per, wg + s * rows, og + s * h, 0, rows, h, 1, lines, stream && lines);
     }
 }
 

@@ -1,6 +1,6 @@
 /* What the fused kernel (weighted_rows.c) and the read limit (read_floats.c) share: the width of
  * the vectors they read x in, how many a tile keeps in registers, and how far ahead a stream asks
- * for its lines. One definition, so that the read limit is built exactly as the kernel is. */
+ * for its lines (and the kernel's store past the caches). One definition, so that the read limit is built exactly as the kernel is. */
 #ifndef ATTNVIZ_VECTORS_H
 #define ATTNVIZ_VECTORS_H
 
@@ -28,6 +28,30 @@ typedef float vecfu __attribute__((vector_size(4 * VL), aligned(4), may_alias));
 #define TILE_VECS 8
 #endif
 #define TILE (VL * TILE_VECS) /* columns per tile */
+
+/* v stored at p, 4 * VL bytes aligned, past the caches (a non-temporal store: its line is not
+ * read first), where the CPU has such stores of VL numbers; else stored as usual. A call on short
+ * sentences from DRAM writes a sizeable output (B x H numbers for T times as many read), and a
+ * store to a line not in the cache reads the line from memory first, so each would be moved twice
+ * (long_sentences.h and short_rows.h say where, and what it gained). The streamed stores are
+ * ordered before what follows by stream_fence, which each thread that made them calls. */
+#if defined(__AVX__)
+#include <immintrin.h> /* _mm512_stream_ps, _mm256_stream_ps, _mm_sfence */
+#endif
+static inline void stream_vec(float *p, vecf v) {
+#if defined(__AVX512F__) && VL == 16
+    _mm512_stream_ps(p, (__m512)v);
+#elif defined(__AVX__) && VL == 8
+    _mm256_stream_ps(p, (__m256)v);
+#else
+    *(vecfu *)p = v;
+#endif
+}
+static inline void stream_fence(void) {
+#if defined(__AVX__)
+    _mm_sfence();
+#endif
+}
 
 /* how far ahead of its loads a stream asks for its lines, where it asks (PREFETCH in
  * weighted_rows.c; read_floats' mode 2) */

@@ -440,7 +440,13 @@ static void sum_sentences(const float *x, const float *w, float *out, long s0, l
                           long h, long c0, long c1, int how) {
     if ((how & SENTENCE_STRIPES) && c0 == 0 && c1 == h &&
         stripes_sentences(x + s0 * t * h, t, h)) {
-        striped_sentences(x + s0 * t * h, w + s0 * t, out + s0 * h, s1 - s0, t, h);
+        /* from DRAM, short sentences: their sums past the caches (STREAM_SHORT_ROWS) */
+        float *o = out + s0 * h;
+        const int stream =
+            (how & WHOLE_ROWS) && t <= STREAM_SHORT_ROWS && (uintptr_t)o % (4 * VL) == 0;
+        striped_sentences(x + s0 * t * h, w + s0 * t, o, s1 - s0, t, h, stream);
+        if (stream)
+            stream_fence();
         return;
     }
     if ((how & SENTENCE_STRIPES) && c0 == 0 && c1 == h && stripes_long_sentences(t, h)) {
