@@ -249,7 +249,6 @@ def test_join_pressed_first_on_a_rebuilt_session_joins_with_what_was_typed(url):
         assert "1 joined" in page, page[-2000:]
 
 
-
 LINK = "p=random&s=2x3x5&seed=3"
 FIRST_CHANGES = [  # (box, what the browser sends, whether it changes the example)
     ("pg_b", 4.0, True),
