@@ -191,13 +191,17 @@ def _adopt(
     _controls.choose("pg_preset", list(examples.PRESETS), starts["pg_preset"])
     _controls.whole("pg_seed", 0, 999_999, int(starts["pg_seed"]), stored=float)
     b, t, h, seed = _size()
-    ss.setdefault("pg_seen", ())  # the change is said, as after a callback (_announce_result)
     if ss["pg_preset"] != starts["pg_preset"]:
-        on_pick()
+        act = on_pick
     elif seed != starts["pg_seed"]:
-        on_seed()
+        act = on_seed
     elif (b, t, h) != ss["pg_x"].shape:
-        on_resize()
+        act = on_resize
+    else:
+        return
+    # the change is said, as after a callback: no example was seen before it (_announce_result)
+    ss.setdefault("pg_seen", (None,) * 6)
+    act()
 
 
 def _rows(axis: str, n: int) -> pd.RangeIndex:
