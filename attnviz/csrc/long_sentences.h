@@ -65,16 +65,22 @@ static inline float *long_sums(const float *x, long h, float *room, int k) {
  * 128 MiB, medians of paired rounds, stored so against as usual: 4096x16x512 0.77-0.87 ->
  * 0.85-0.97 of the read limit, 5461x16x384 0.73-0.86 -> 0.80-0.99, 8192x8x512 0.70 -> 0.82,
  * 10922x8x384 0.72 -> 0.92-0.96; rows off the lines, their whole lines so and the rest as
- * usual: 7710x16x300 0.83 -> 0.86, 4194x16x500 0.81 -> 0.91. (striped_sentences, whose sums are
- * in registers, streams them for sentences of at most STREAM_SHORT_ROWS rows: short_rows.h.) */
+ * usual: 7710x16x300 0.83 -> 0.86, 4194x16x500 0.81 -> 0.91; and since each stripe's rows share
+ * their lines' ends (line_tail, vectors.h; benchmarks/runs/issue32ag/long_pair.txt, two runs):
+ * 16384x4x300 0.46-0.48 -> 0.61-0.68, 16384x4x301 0.47 -> 0.60-0.62, 7710x16x300 0.80-0.86 ->
+ * 0.90-0.98, 4194x16x500 0.84 -> 0.88-0.89, 4194x8x1000 0.71-0.77 -> 0.74-0.79; two threads
+ * 16384x4x300 0.44-0.60 -> 0.60-0.74, 4096x8x999 0.57-0.58 -> 0.62-0.63. (striped_sentences,
+ * whose sums are in registers, streams them for sentences of at most STREAM_SHORT_ROWS rows:
+ * short_rows.h.) */
 
 /* row t of sentences 0, q, 2q and 3q from x (k_st of them: four, or one for a sentence alone) in
  * each step, each into its sums in room, then copied to s, s + q * h, ... (past the caches where
- * `stream`: see stream_vec) */
+ * `tails`, one a stripe: see stream_sums) */
 static inline __attribute__((always_inline)) void long_run(const float *restrict x,
                                                           const float *restrict w, float *s,
                                                           long q, long rows, long h, float *room,
-                                                          const int k_st, int stream,
+                                                          const int k_st,
+                                                          struct line_tail *tails,
                                                           const int nta) {
     const long dx = q * rows * h, dw = q * rows, nv = h / VL; /* from one stripe to the next */
     float *a[4];
@@ -104,13 +110,12 @@ static inline __attribute__((always_inline)) void long_run(const float *restrict
     }
     for (int k = 0; k < k_st; k++) {
         float *d = s + k * q * h;
-        long j = 0;
-        if (stream) { /* whole vectors on the lines past the caches, the rest as usual */
-            const long lo = (long)((4 * VL - (uintptr_t)d % (4 * VL)) % (4 * VL)) / 4;
-            for (; j < lo && j < h; j++) d[j] = a[k][j];
-            for (; j + VL <= h; j += VL) stream_vec(d + j, *(const vecfu *)(a[k] + j));
-        }
-        for (; j < h; j++) d[j] = a[k][j];
+        if (!tails)
+            for (long j = 0; j < h; j++) d[j] = a[k][j];
+        else if (h % 16 == 0 && (uintptr_t)d % 64 == 0) /* every line whole: as stream_sums */
+            for (long j = 0; j < h; j += VL) stream_vec(d + j, *(const vecfu *)(a[k] + j));
+        else /* (its bookkeeping cost 2-4% at 4096x8x1024: long_pair.txt, on_lines.txt) */
+            stream_sums(d, a[k], h, tails + k);
     }
 }
 
@@ -129,6 +134,8 @@ static inline int stripes_long_sentences(long rows, long h) {
 static void striped_long_sentences(const float *x, const float *w, float *out, long count,
                                    long rows, long h, int stream) {
     float room[4 * LONG_ROOM_STEP / 4] __attribute__((aligned(4096)));
+    struct line_tail kept[4] = {{{0}, out, 0}, {{0}, out, 0}, {{0}, out, 0}, {{0}, out, 0}};
+    struct line_tail *tails = stream ? kept : 0; /* each stripe's row's last line (stream_sums) */
     const long per = rows * h, group = STRIPED_NUMEL / per / 4 * 4; /* sentences a group */
     for (long g0 = 0; g0 < count; g0 += group) {
         const long n = count - g0 < group ? count - g0 : group, q = n / 4;
@@ -137,15 +144,17 @@ static void striped_long_sentences(const float *x, const float *w, float *out, l
         for (long j = 0; j < q; j++) {
             const float *xj = xg + j * per, *wj = wg + j * rows;
             if (h > LONG_NTA_H)
-                long_run(xj, wj, og + j * h, q, rows, h, room, 4, stream, 1);
+                long_run(xj, wj, og + j * h, q, rows, h, room, 4, tails, 1);
             else
-                long_run(xj, wj, og + j * h, q, rows, h, room, 4, stream, 0);
+                long_run(xj, wj, og + j * h, q, rows, h, room, 4, tails, 0);
         }
         for (long s = 4 * q; s < n; s++)
-            long_run(xg + s * per, wg + s * rows, og + s * h, 0, rows, h, room, 1, stream, 0);
+            long_run(xg + s * per, wg + s * rows, og + s * h, 0, rows, h, room, 1, tails, 0);
     }
-    if (stream)
+    if (stream) {
+        for (int k = 0; k < 4; k++) flush_tail(kept + k);
         stream_fence();
+    }
 }
 
 #endif

@@ -148,6 +148,13 @@ static void short_rows_of(const float *restrict x, const float *restrict w, floa
  * the output is smaller still: 16384x16x128 0.88 -> 0.85, 8192x16x256 0.88 -> 0.84, 2048x64x128
  * 1.00 -> 0.96 (measured before). */
 #define STREAM_SHORT_ROWS 8
+/* Rows off the lines (quad_straddled) too, their lines kept whole across a stripe's sentences
+ * (line_tail, vectors.h), but on one thread for at most STREAM_OFF_ROWS rows: the sums' way
+ * through a row in memory cost more there than the lines read first (plain C, paired in one
+ * process, three runs, benchmarks/runs/issue32ag/short_off.txt: one thread 65536x2x127 0.63-0.68 ->
+ * 0.67-0.77, but 65536x4x61 0.83-0.87 -> 0.81-0.83, 16384x8x100 0.90-0.92 -> 0.85-0.88; two
+ * threads 65536x4x61 0.75-0.78 -> 0.79-0.88, 16384x8x100 0.73-0.79 -> 0.79-0.89). */
+#define STREAM_OFF_ROWS 2
 
 #define EACH_STRIPE(k) _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
 
@@ -182,12 +189,14 @@ static inline __attribute__((always_inline)) void quad_run(const float *restrict
 #ifdef ALIGNED_STEPS
 /* quad_run for rows off the lines (AVX-512): each row's vectors by loads that straddle two lines,
  * its last by a masked load (nothing past the row is read), as short_straddled reads them
- * (rows_off_lines.h); nv = the row's vectors, the last one part full */
+ * (rows_off_lines.h); nv = the row's vectors, the last one part full. The sums past the caches
+ * where `tails` (one a stripe: stream_sums, vectors.h; see STREAM_SHORT_ROWS). */
 static inline __attribute__((always_inline)) void quad_straddled(const float *restrict x,
                                                                 const float *restrict w,
                                                                 float *restrict s, long q,
                                                                 long rows, long h, const int nv,
-                                                                const int k_st) {
+                                                                const int k_st,
+                                                                struct line_tail *tails) {
     const long dx = q * rows * h, dw = q * rows, full = (h - 1) / 16; /* vectors before the last */
     const __mmask16 last = (__mmask16)((1u << (h - 16 * full)) - 1);
     vec16 a[4][2 * QUAD_VECS];
@@ -205,6 +214,16 @@ static inline __attribute__((always_inline)) void quad_straddled(const float *re
                 }
             }
         }
+    }
+    if (tails) {
+        float row[16 * 2 * QUAD_VECS] __attribute__((aligned(64)));
+        EACH_STRIPE(k) {
+            if (k < k_st) {
+                EACH_VEC(v, nv) *(vec16 *)(row + 16 * v) = a[k][v];
+                stream_sums(s + k * q * h, row, h, tails + k);
+            }
+        }
+        return;
     }
     EACH_STRIPE(k) if (k < k_st) store_sums(s + k * q * h, a[k], h, nv);
 }
@@ -229,18 +248,19 @@ static inline int stripes_sentences(const float *x, long rows, long h) {
 }
 
 /* quad_run (or quad_straddled) on STRIPES_OF(nv) stripes, or on one sentence (alone), one copy
- * per number of vectors nv; on the lines, the sums past the caches where `stream` */
+ * per number of vectors nv; the sums past the caches where `stream` (on the lines) or `tails` (off
+ * them) */
 static void quad_of(const float *x, const float *w, float *s, long q, long rows, long h, int alone,
-                    int lines, int stream) {
+                    int lines, int stream, struct line_tail *tails) {
 #ifdef ALIGNED_STEPS
     if (!lines) {
         switch ((h + 15) / 16) {
 #define QUAD_OFF(nv)                                                                               \
     case nv:                                                                                       \
         if (alone)                                                                                 \
-            quad_straddled(x, w, s, q, rows, h, nv, 1);                                            \
+            quad_straddled(x, w, s, q, rows, h, nv, 1, tails);                                     \
         else                                                                                       \
-            quad_straddled(x, w, s, q, rows, h, nv, STRIPES_OF(nv));                               \
+            quad_straddled(x, w, s, q, rows, h, nv, STRIPES_OF(nv), tails);                        \
         break;
             QUAD_OFF(1) QUAD_OFF(2) QUAD_OFF(3) QUAD_OFF(4) QUAD_OFF(5) QUAD_OFF(6) QUAD_OFF(7)
             QUAD_OFF(8) QUAD_OFF(9) QUAD_OFF(10) QUAD_OFF(11) QUAD_OFF(12) QUAD_OFF(13)
@@ -254,9 +274,9 @@ static void quad_of(const float *x, const float *w, float *s, long q, long rows,
 #define QUAD_CASE(nv)                                                                              \
     case nv:                                                                                       \
         if (alone)                                                                                 \
-            quad_run(x, w, s, q, rows, h, nv, 1, stream);                                                  \
+            quad_run(x, w, s, q, rows, h, nv, 1, stream);                                          \
         else                                                                                       \
-            quad_run(x, w, s, q, rows, h, nv, STRIPES_OF(nv), stream);                                     \
+            quad_run(x, w, s, q, rows, h, nv, STRIPES_OF(nv), stream);                             \
         break;
         QUAD_CASE(1) QUAD_CASE(2) QUAD_CASE(3) QUAD_CASE(4)
 #if QUAD_VECS > 2
@@ -269,20 +289,25 @@ static void quad_of(const float *x, const float *w, float *s, long q, long rows,
 
 /* out[s, :] for `count` whole sentences from x, in groups of four (or two) stripes (see
  * STRIPED_NUMEL); the sentences past a group's equal stripes one at a time, with the same bits;
- * on the lines, out stored past the caches where `stream` (out on the lines too: the caller's) */
+ * out stored past the caches where `stream` (on the lines: where out is on them too) */
 static void striped_sentences(const float *x, const float *w, float *out, long count, long rows,
                               long h, int stream) {
     const long per = rows * h, group = STRIPED_NUMEL / per / 4 * 4; /* sentences a group */
     const int lines = on_lines(x, h), k_st = STRIPES_OF(lines ? h / VL : (h + 15) / 16);
+    struct line_tail kept[4] = {{{0}, out, 0}, {{0}, out, 0}, {{0}, out, 0}, {{0}, out, 0}};
+    struct line_tail *tails = stream && !lines ? kept : 0; /* each stripe's last line */
+    stream = stream && lines && (uintptr_t)out % (4 * VL) == 0;
     for (long g0 = 0; g0 < count; g0 += group) {
         const long n = count - g0 < group ? count - g0 : group, q = n / k_st;
         const float *xg = x + g0 * per, *wg = w + g0 * rows;
         float *og = out + g0 * h;
         for (long j = 0; j < q; j++)
-            quad_of(xg + j * per, wg + j * rows, og + j * h, q, rows, h, 0, lines, stream && lines);
+            quad_of(xg + j * per, wg + j * rows, og + j * h, q, rows, h, 0, lines, stream, tails);
         for (long s = k_st * q; s < n; s++)
-            quad_of(xg + s * per, wg + s * rows, og + s * h, 0, rows, h, 1, lines, stream && lines);
+            quad_of(xg + s * per, wg + s * rows, og + s * h, 0, rows, h, 1, lines, stream, tails);
     }
+    if (tails)
+        for (int k = 0; k < 4; k++) flush_tail(kept + k);
 }
 
 #endif

@@ -437,13 +437,15 @@ int weighted_rows_realigns(void) {
  * SENTENCE_STRIPES whole sentences as stripes of sentences where their rows allow; short rows off
  * the lines by one call of short_realigned_of for them all, not one a sentence (see there) */
 static void sum_sentences(const float *x, const float *w, float *out, long s0, long s1, long t,
-                          long h, long c0, long c1, int how) {
+                          long h, long c0, long c1, int how, int threads) {
     if ((how & SENTENCE_STRIPES) && c0 == 0 && c1 == h &&
         stripes_sentences(x + s0 * t * h, t, h)) {
-        /* from DRAM, short sentences: their sums past the caches (STREAM_SHORT_ROWS) */
+        /* from DRAM, short sentences: their sums past the caches (STREAM_SHORT_ROWS; rows off
+         * the lines on one thread, STREAM_OFF_ROWS) */
         float *o = out + s0 * h;
-        const int stream =
-            (how & WHOLE_ROWS) && t <= STREAM_SHORT_ROWS && (uintptr_t)o % (4 * VL) == 0;
+        const long most =
+            threads > 1 || on_lines(x + s0 * t * h, h) ? STREAM_SHORT_ROWS : STREAM_OFF_ROWS;
+        const int stream = (how & WHOLE_ROWS) && t <= most;
         striped_sentences(x + s0 * t * h, w + s0 * t, o, s1 - s0, t, h, stream);
         if (stream)
             stream_fence();
@@ -559,7 +561,7 @@ void weighted_rows_f32(const float *x, const float *w, float *out, float *partia
                 for (long s = g * group; s < end && c0 < c1; s++)
                     sum_rows_tiled(x + s * t * h + c0, w + s * t, out + s * h + c0, t, h, c1 - c0);
             else if (c0 < c1)
-                sum_sentences(x, w, out, g * group, end, t, h, c0, c1, how);
+                sum_sentences(x, w, out, g * group, end, t, h, c0, c1, how, threads);
         });
         return;
     }
@@ -570,7 +572,7 @@ void weighted_rows_f32(const float *x, const float *w, float *out, float *partia
             if (tiled) /* whole sentences as tiles sum them (mode 1) */
                 tiled_sentences(x, w, out, u * group, end, t, h);
             else
-                sum_sentences(x, w, out, u * group, end, t, h, 0, h, how);
+                sum_sentences(x, w, out, u * group, end, t, h, 0, h, how, threads);
         });
         return;
     }
