@@ -178,6 +178,7 @@ def test_a_nan_stays_in_its_own_sentence(plan_as, h):
         (16, 33, 272, "more rows than LONG_STRIPED_ROWS, longer than STRIPED_COLUMNS"),
         (16, 64, 257, "the same off the lines"),
         (16, 8, 1025, "rows longer than LONG_STRIPED_H"),
+        (9, 3, 1999, "the same, odd T"),
         (16, 17, 800, "more rows than LONG_WIDE_ROWS, longer than LONG_WIDE_H"),
         (3, 64, 64, "fewer than four sentences"),
         (3, 16, 384, "fewer than four sentences"),
@@ -185,9 +186,12 @@ def test_a_nan_stays_in_its_own_sentence(plan_as, h):
         (4, 8192, 64, "sentences longer than a quarter of STRIPED_NUMEL"),
     ],
 )
-def test_other_rows_from_memory_are_summed_as_before(b, t, h, why, plan_as):
+# (rows off the lines: each sentence's rows stored past the caches, their lines' ends kept whole
+# from one sentence to the next; on two threads, each thread's sentences or columns)
+@pytest.mark.parametrize("threads", [1, 2])
+def test_other_rows_from_memory_are_summed_as_before(b, t, h, why, threads, plan_as):
     x, w = random_inputs(b, t, h, seed=t + h)
-    got, bits, _ = plan_as("dram")(x, w, 1)
+    got, bits, _ = plan_as("dram")(x, w, threads)
     assert not bits & native.SENTENCE_STRIPES, why
     assert_close(got, attnviz.reference(x, w).float(), rtol=1e-5, atol=1e-4)
 

@@ -147,7 +147,7 @@ static long stripes(long rows, long h, long len[4], int count) {
 static __attribute__((noinline)) void rows_realigned(const float *restrict x,
                                                      const float *restrict w, float *restrict acc,
                                                      long rows, long h, long n, int ahead,
-                                                     int k_st) {
+                                                     int k_st, struct line_tail *tail) {
     vec16 sums[DRAM_BLOCK_H / 16 + 1] __attribute__((aligned(64))); /* n <= any block */
     for (long v = 0; v <= n / 16; v++) sums[v] = (vec16){0};
     long len[4];                                 /* rows of each stripe, non-increasing */
@@ -160,7 +160,10 @@ static __attribute__((noinline)) void rows_realigned(const float *restrict x,
             i0 = i1;
         }
     }
-    store_row(acc, sums, n);
+    if (tail) /* past the caches (from DRAM, one sentence after another: sum_sentences) */
+        stream_sums(acc, (const float *)sums, n, tail);
+    else
+        store_row(acc, sums, n);
 }
 
 /* short_realigned(..., nv): rows_realigned for short rows (18 to 241 numbers), the running sums in

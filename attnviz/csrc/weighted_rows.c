@@ -170,16 +170,22 @@ static inline float *room_sums(const float *row, float *acc, long h, long n, flo
  * 2304 0.91, 2560 0.87-0.89), else even blocks of 1024 or 512 numbers, four stripes (H = 3072,
  * 4096, 5120, 8192: 0.86-0.90; 3584 in blocks of 512: 0.84-0.85).
  *
- * stream = 1 (whole sentences from DRAM, STREAM_OUT): each block's sums are kept in room, the last
+ * tail given (whole sentences from DRAM, STREAM_OUT): each block's sums are kept in room, the last
  * rows % 4 rows added there too, in the same order, and written to s past the caches (stream_vec,
  * long_sentences.h): a store to a line not in the cache reads it from memory first, and the output
  * is a T-th of x. Plain C, one thread, 128 MiB, medians of paired rounds against the read limit:
  * 2048x16x1024 0.81 -> 0.83, 1024x32x1024 0.88 -> 0.91, 1024x16x2048 0.86 -> 0.89, 4096x8x1024
- * 0.63 -> 0.68, 512x16x4096 0.84 -> 0.88; 2048x16x768 0.75 and 0.73. */
+ * 0.63 -> 0.68, 512x16x4096 0.84 -> 0.88; 2048x16x768 0.75 and 0.73. Rows off the lines
+ * (rows_realigned) through stream_sums (vectors.h), one sentence's rows after another's, their
+ * lines' ends kept whole across them (benchmarks/runs/issue32ag/per_sentence.txt, 2-4 runs):
+ * 4096x4x1500 0.46-0.53 -> 0.55-0.60, 2048x16x1100 0.79-0.83 -> 0.85-0.89, 2048x8x2001
+ * 0.51-0.55 -> 0.58-0.62, 1024x32x1000 0.90-0.92 -> 0.91-0.95; 2048x8x1100 0.64-0.67 and
+ * 0.64-0.67, but 2048x8x1500 0.70-0.71 -> 0.66-0.68 (two threads 0.71-0.88 -> 0.69-0.88). */
 static inline __attribute__((always_inline)) void sum_rows_of(
     const float *restrict x, const float *restrict w, float *restrict s, long rows, long h,
     long cols, long block, const int ahead, const int two, float *restrict room,
-    const int stream) {
+    struct line_tail *tail) {
+    const int stream = tail != 0;
     if (cols % 16 == 0 && cols <= SHORT_COLUMNS && h % 16 == 0 && ((uintptr_t)x & 63) == 0) {
         short_rows_of(x, w, s, rows, h, cols, 0); /* whole lines, few enough for registers */
         return;
@@ -195,7 +201,7 @@ static inline __attribute__((always_inline)) void sum_rows_of(
             if (short_off_lines(x + j0, rows, h, n, ahead))
                 short_realigned_of(x + j0, w, acc, 1, rows, h, n); /* the sums in registers */
             else /* acc written, not added to */
-                rows_realigned(x + j0, w, acc, rows, h, n, ahead, k_st);
+                rows_realigned(x + j0, w, acc, rows, h, n, ahead, k_st, tail);
             continue;
         }
 #endif
@@ -328,7 +334,7 @@ static __attribute__((noinline)) void few_rows(const float *restrict x, const fl
  * BLOCK_SHIFT) says: one copy per way to load and number of stripes; few_rows for a sentence of
  * few long rows in the cache (not WHOLE_ROWS: from DRAM) */
 static void sum_rows(const float *restrict x, const float *restrict w, float *restrict s,
-                     long rows, long h, long cols, int how) {
+                     long rows, long h, long cols, int how, struct line_tail *tail) {
     if (few_rows_apply(rows, h, cols, how)) {
         few_rows(x, w, s, rows, h, cols);
         return;
@@ -339,14 +345,15 @@ static void sum_rows(const float *restrict x, const float *restrict w, float *re
                                                          : BLOCK_H;
     /* where running_sums may move a block's sums to */
     float room[ROOM_BYTES / 4] __attribute__((aligned(4096)));
-    const int stream = (how & STREAM_OUT) != 0;
+    if (!(how & STREAM_OUT))
+        tail = 0; /* stored as usual */
     switch (how & (PREFETCH | TWO_STRIPES)) {
     case PREFETCH | TWO_STRIPES:
-        sum_rows_of(x, w, s, rows, h, cols, block, 1, 1, room, stream);
+        sum_rows_of(x, w, s, rows, h, cols, block, 1, 1, room, tail);
         break;
-    case PREFETCH: sum_rows_of(x, w, s, rows, h, cols, block, 1, 0, room, stream); break;
-    case TWO_STRIPES: sum_rows_of(x, w, s, rows, h, cols, block, 0, 1, room, stream); break;
-    default: sum_rows_of(x, w, s, rows, h, cols, block, 0, 0, room, stream);
+    case PREFETCH: sum_rows_of(x, w, s, rows, h, cols, block, 1, 0, room, tail); break;
+    case TWO_STRIPES: sum_rows_of(x, w, s, rows, h, cols, block, 0, 1, room, tail); break;
+    default: sum_rows_of(x, w, s, rows, h, cols, block, 0, 0, room, tail);
     }
 }
 
@@ -464,10 +471,13 @@ static void sum_sentences(const float *x, const float *w, float *out, long s0, l
     }
 #endif
     const int to_out = (how & WHOLE_ROWS) ? how | STREAM_OUT : how; /* from DRAM: past the caches */
+    struct line_tail kept = {{0}, out, 0}; /* off the lines, a row's last line (stream_sums) */
     for (long s = s0; s < s1; s++)
-        sum_rows(x + s * t * h + c0, w + s * t, out + s * h + c0, t, h, c1 - c0, to_out);
-    if (to_out & STREAM_OUT)
+        sum_rows(x + s * t * h + c0, w + s * t, out + s * h + c0, t, h, c1 - c0, to_out, &kept);
+    if (to_out & STREAM_OUT) {
+        flush_tail(&kept);
         stream_fence();
+    }
 }
 
 /* s[0:h] = the weighted sum of `rows` whole rows: in tiles (mode 3) or in stripes */
@@ -476,7 +486,7 @@ static void sum_whole_rows(const float *x, const float *w, float *s, long rows, 
     if (tiled)
         sum_rows_tiled(x, w, s, rows, h, h);
     else
-        sum_rows(x, w, s, rows, h, h, how);
+        sum_rows(x, w, s, rows, h, h, how, 0);
 }
 
 /* partial[s, k, :] = the weighted sum of piece k (of `split`, t_per rows each) of sentence s */
