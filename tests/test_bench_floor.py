@@ -124,3 +124,53 @@ def test_a_float64_record_names_the_plain_read_its_floor_ran():
     recs = measure((4, 64, 32), dtype=torch.float64, methods=["bmm"], **FAST)
     assert recs[0].notes["path"] in bench.floor.TORCH_READS
     assert recs[1].notes["floor"] == recs[0].notes["floor"] == bench.floor.TORCH_READ
+
+
+# T = 2 from memory: the output is half the size of x, and a method's speed counts it
+WIDE = (65536, 2, 127)
+
+
+@pytest.mark.parametrize(
+    ("ratio", "iqr", "above"),
+    [
+        (
+            1.04,
+            0.01,
+            False,
+        ),  # its speed above the limit, its time 1.45x the read of x: nothing wrong
+        (1.40, 0.01, False),  # its time 1.08x the read's
+        (1.60, 0.02, True),  # 6% less time than reading x: the floor is wrong
+        (1.60, 0.30, False),  # ... within a wide spread
+    ],
+)
+def test_a_method_is_flagged_by_the_time_it_took_not_by_the_bytes_it_wrote(ratio, iqr, above):
+    record = {**_beat(ratio, iqr, shape=WIDE), "bytes": bench.moved_bytes(WIDE, torch.float32)}
+    assert bench.above_floor(record) is above
+    assert bench.above_floor({k: v for k, v in record.items() if k != "bytes"}) is above
+
+
+def test_a_method_above_the_limit_by_what_it_writes_is_explained():
+    from attnviz.bench.floor import writes_words
+
+    x_bytes = 65536 * 2 * 127 * 4
+    moved = bench.moved_bytes(WIDE, torch.float32)
+
+    def rec(method, ratio, median_s, iqr=0.01):
+        return {**_beat(ratio, iqr, method, shape=WIDE), "median_s": median_s,
+                "bytes": x_bytes if method == "floor" else moved}  # fmt: skip
+
+    floor = rec("floor", 1.0, 2.0e-3)
+    said = writes_words([floor, rec("fused", 1.04, 2.9e-3), rec("bmm", 0.5, 6e-3)], times=" × ")
+    assert said.startswith("At 65536 × 2 × 127 on cpu (63.5 MiB of x) fused shows above the read")
+    assert "it took 1.45× as long as the read of x alone" in said and "bmm" not in said
+    assert "32.2 MiB more than x" in said
+    both = writes_words([floor, rec("fused", 1.04, 2.9e-3), rec("auto", 1.02, 3.0e-3)])
+    assert "fused and auto show above" in both and "each took at least 1.45×" in both
+    # flagged instead (less time than the read of x), below the limit, or too small: not here
+    assert writes_words([floor, rec("fused", 1.6, 1.9e-3)]) == ""
+    assert writes_words([floor, rec("fused", 0.95, 3.1e-3)]) == ""
+    tiny = [
+        {**floor, "shape": [2, 3, 5], "bytes": 120},
+        {**rec("fused", 1.3, 3e-3), "shape": [2, 3, 5]},
+    ]
+    assert writes_words(tiny) == ""

@@ -14,7 +14,7 @@ import sys
 import torch
 
 from attnviz.bench.devices import DEVICE_CHOICES, list_devices, resolve_devices
-from attnviz.bench.floor import floor_ways_words, small_call_words
+from attnviz.bench.floor import floor_ways_words, small_call_words, writes_words
 from attnviz.bench.harness import (
     DEFAULT_METHODS,
     floor_warnings,
@@ -134,8 +134,8 @@ def main(argv: list[str] | None = None) -> int:
             print(
                 f"torch {r.torch_version}, {r.threads} threads, TF32 {'on' if r.tf32 else 'off'}; "
                 f"median and IQR over {r.rounds} interleaved rounds; 'x floor' = median over rounds "
-                f"of GB/s / GB/s of the floor in the same round (a '!' marks a method above it "
-                f"by more than the ratio's IQR); 'best' = the same ratio between the fastest "
+                f"of GB/s / GB/s of the floor in the same round (a '!' marks a method that took "
+                f"less time than the read of x alone, by more than the ratio's IQR); 'best' = the same ratio between the fastest "
                 f"rounds; '1st call' includes lazy init / JIT compile (and the C kernel's timing of its two"
                 f" ways to load, on a shape's first call from beyond L2)."
             )
@@ -149,6 +149,8 @@ def main(argv: list[str] | None = None) -> int:
                 )
             if small := small_call_words(records):
                 print(small)
+            if writes := writes_words(records):
+                print(writes)
             for r in records:
                 if r.method == "fused" and "path" in r.notes:
                     shape = "x".join(map(str, r.shape))

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 import torch
 from torch import Tensor
 
-from attnviz.bench.number import format_bytes
+from attnviz.bench.number import format_bytes, format_number
 
 READ_LOOP = "C read loop"  # what the floor runs where attnviz.native builds (float32, CPU)
 TORCH_READ = "PyTorch's plain reads"  # what it runs elsewhere
@@ -119,5 +119,41 @@ def small_call_words(records: Sequence, times: str = "x") -> str:
             f"reads, and a method's speed counts "
             f"att_scores and weighted too ({format_bytes(more - floor['bytes'])} more than the "
             f"read of x alone). Below {format_bytes(FLAG_MIN_BYTES)} of x nothing is flagged."
+        )
+    return " ".join(sentences)
+
+
+def writes_words(records: Sequence, times: str = "x") -> str:
+    """Why a method shows above the read limit at a size large enough to flag, and is not flagged,
+    in a sentence per size, or "": it took longer than the plain read of x (``median_s``), but its
+    speed counts w and the output too, and writing those while it reads cost it less than reading
+    as many bytes (at T = 2 from memory the output is half the size of x, stored past the caches).
+    ``records``: Measurements or their dicts; ``times`` joins a shape's sizes."""
+    from attnviz.bench.harness import above_floor  # (harness imports this module)
+
+    rows = [r if isinstance(r, dict) else r.as_dict() for r in records]
+    floors = {(r["device"], tuple(r["shape"])): r for r in rows if r["method"] == "floor"}
+    above: dict[tuple, list[dict]] = {}
+    for r in rows:
+        floor = floors.get((r["device"], tuple(r["shape"])))
+        if r["method"] in ("floor", "copy") or floor is None or floor["bytes"] < FLAG_MIN_BYTES:
+            continue
+        slower = (r.get("median_s") or 0.0) > (floor.get("median_s") or 0.0) > 0.0
+        if (r.get("ratio_to_floor") or 0.0) > 1.0 and slower and not above_floor(r):
+            above.setdefault((r["device"], tuple(r["shape"])), []).append(r)
+    sentences = []
+    for (device, shape), methods in above.items():
+        floor = floors[(device, shape)]
+        more = max(r["bytes"] for r in methods) - floor["bytes"]
+        least = min(r["median_s"] for r in methods) / floor["median_s"]
+        names = " and ".join(r["method"] for r in methods)
+        one = len(methods) == 1
+        sentences.append(
+            f"At {times.join(map(str, shape))} on {device} ({format_bytes(floor['bytes'])} of x) "
+            f"{names} {'shows' if one else 'show'} above the read limit, yet "
+            f"{'it' if one else 'each'} took {'' if one else 'at least '}"
+            f"{format_number(least)}× as long as the read of x alone: a method's speed counts "
+            f"att_scores and weighted too ({format_bytes(more)} more than x), and writing them "
+            f"while reading cost less than reading as many bytes."
         )
     return " ".join(sentences)

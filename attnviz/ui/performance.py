@@ -17,7 +17,7 @@ import torch
 from attnviz import bench
 from attnviz.bench import recorded, request, worker
 from attnviz.bench import sweep as bench_sweep
-from attnviz.bench.floor import small_call_words
+from attnviz.bench.floor import small_call_words, writes_words
 from attnviz.bench.harness import NOISY_SPREAD, input_bytes, is_noisy, regime
 from attnviz.errors import AttnvizError
 from attnviz.figures import performance as perf_figures
@@ -189,6 +189,8 @@ def page() -> None:
             st.markdown(why)
         if small := small_call_words(last, times=" × "):  # above 100% at a size too small to read
             st.caption(inert(small))
+        if writes := writes_words(last, times=" × "):  # above 100%, counting what it writes
+            st.caption(inert(writes))
     elif not st.session_state.get("pf_sweep_records"):
         st.markdown(
             "Press **Time them** to measure the chosen size, or **Sweep sizes** to see time and "
