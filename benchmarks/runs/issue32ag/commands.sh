@@ -32,3 +32,19 @@ done > $out/short_off.txt
 for i in 1 2; do
     pair attnviz/csrc 65536x2x61 131072x1x100 65536x2x127@2 32768x4x200@2 16384x8x61@2 65536x4x61
 done > $out/short_off_rule.txt
+
+# per_sentence.txt: each sentence's own stripes off the lines (rows_realigned) through stream_sums,
+# A e3e1180's kernel, B dcce6e1's (one run here; the earlier runs, copied from the console, below it)
+after=$(mktemp -d)
+git archive e3e1180 attnviz/csrc | tar -x -C "$after"
+OUT_AT=0 benchmarks/pair_kernels.sh "$after/attnviz/csrc" attnviz/csrc 2048x8x1500 2048x16x1100 \
+    4096x4x1500 2048x8x1100 2048x8x2001 1024x32x1000 2048x8x1500@2 | grep threads > $out/per_sentence.txt
+
+# python_pair.txt: through Python, fused over the floor, before and after (../paired_python.sh)
+py=$PWD/.venv/bin/python
+source benchmarks/runs/paired_python.sh
+paired_python 013d48b e3e1180 16384x4x300,16384x4x301,7710x16x300,65536x2x127,4096x8x999 \
+    > $out/python_pair.txt
+
+# default_end_t1.txt, default_end_t2.txt: the default run at the end of the round
+for t in 1 2; do "$py" -m attnviz.bench --device cpu --threads $t > $out/default_end_t$t.txt; done
