@@ -204,8 +204,9 @@ except Exception as exc:  # whatever your timer raises, this cell explains it an
 # synchronizes, runs blocks of many calls, interleaves the methods round by round (so a busy
 # neighbour slows all of them alike) and reports the median and the interquartile range (IQR),
 # with the floor measured in the same rounds. `ratio_to_floor` says how close a method comes to the
-# read limit (1.00 is as fast as the machine reads); a method above it by more than the rounds'
-# spread is flagged with a `!`, because then the floor, not the method, is wrong.
+# read limit (1.00 is as fast as the machine reads); a method that takes less time than the plain read
+# of x by more than the rounds' spread is flagged with a `!`, because then the floor, not the method,
+# is wrong.
 
 # %%
 records = bench.measure(
