@@ -183,12 +183,14 @@ def test_an_unknown_setting_is_named_in_the_log(monkeypatch):
     assert "server.noSuchOption is unknown to Streamlit" in found
 
 
-#: the page tests that need an optional patch: a click in a fragment the session does not hold
-#: (a failover's first click: here, and a teacher's Reveal in the live class's polling fragment)
-#: runs the page only with fragment_resume (docs/patches.md)
+#: the page tests that need an optional patch: a click or a change in a fragment the session does
+#: not hold (a failover's first message: here, a teacher's Reveal in the live class's polling
+#: fragment, a widget in one of the Playground's tabs) runs the page only with fragment_resume
+#: (docs/patches.md)
 NEEDS_FRAGMENT_RESUME = (
     "a_click_in_a_fragment_the_session_does_not_hold",
     "teachers_question_button_pressed_first_on_a_rebuilt_session",
+    "a_widget_in_a_tab_changed_first_on_a_rebuilt_session",
 )
 
 
@@ -209,5 +211,7 @@ def test_the_page_tests_pass_with_every_optional_patch_off(tmp_path):
     )  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     assert " passed" in done.stdout and "failed" not in done.stdout
-    # only the tests that need fragment_resume
-    assert f"{len(NEEDS_FRAGMENT_RESUME)} deselected" in done.stdout
+    # only the tests that need fragment_resume (the tabs' one per widget change)
+    from tests.test_stclient import TAB_CHANGES
+
+    assert f"{len(NEEDS_FRAGMENT_RESUME) - 1 + len(TAB_CHANGES)} deselected" in done.stdout

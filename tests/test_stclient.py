@@ -11,6 +11,7 @@ import pytest
 from streamlit.proto.BackMsg_pb2 import BackMsg
 
 from attnviz.figures.heatmap import plain_label
+from attnviz.ui.expression import EXPRESSIONS
 from scripts.stclient import ProtocolError, Session
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -283,6 +284,53 @@ def _changed(url: str, key: str, value: object, *, rebuilt: bool) -> tuple[str, 
             again = s.rerun()  # the change is made once: nothing more changes
             assert again.ok and s.query_string == link
     return link, page
+
+
+# (the tab the link opens, the widget in it, what the browser sends): each a failover's first
+# message on the Playground, a widget inside a tab changed on the replica that died
+TAB_CHANGES = [
+    ("", "pg_tab", "Your expression"),
+    ("steps", "pg_all", True),
+    ("cell", "pg_cell_b", "1"),
+    ("expr", "pg_expr", "net_output.sum(1)"),
+    ("expr", "pg_expr_pick", EXPRESSIONS[2]),  # a pick: its callback fills the expression
+    ("grad", "pg_grad_part", ["net_output"]),  # not in the link: the page says it
+    ("cell", "pg_cell_b", "9"),  # forged: no such sentence, the link's cell stays
+    ("", "pg_tab", "No such tab"),
+    ("expr", "pg_expr", "A" * 5000),  # longer than the box takes: cut to its length
+]
+
+
+def _changed_in_tab(url: str, tab: str, key: str, value: object, *, rebuilt: bool):
+    """The link and the page after ``key`` (in the tab the link opens) is set to ``value``, as a
+    rebuilt session's first message or in the same session."""
+    with Session(url, query_string=LINK + (f"&tab={tab}" if tab else "")) as s:
+        assert s.rerun().ok
+        if rebuilt:
+            _rebuilt(s)
+        s.set_widget(key, value)
+        run = s.rerun(timeout=30)
+        assert run.ok, [e.text for e in run.exceptions]
+        link = s.query_string
+        again = s.rerun()  # the change is made once: nothing more changes
+        assert again.ok and s.query_string == link
+    return link, again.text()  # the whole page, as that run drew it
+
+
+@pytest.mark.parametrize("tab, key, value", TAB_CHANGES, ids=lambda v: str(v)[:12])
+def test_a_widget_in_a_tab_changed_first_on_a_rebuilt_session_counts(url, tab, key, value):
+    """A rebuilt session holds no value for the widgets inside the Playground's tabs: what the
+    browser sent is their value, checked as in every run, and the page and the link are those of
+    a session that never moved (before, the link's values replaced what was sent)."""
+    link, page = _changed_in_tab(url, tab, key, value, rebuilt=True)
+    assert (link, page) == _changed_in_tab(url, tab, key, value, rebuilt=False)
+    opened = LINK + (f"&tab={tab}" if tab else "")
+    if key == "pg_grad_part":
+        assert "with respect to net_output" in page, page[-3000:]
+    else:  # sent as a normal session sends it: the link says the change, a forged value none
+        forged = value in ("9", "No such tab")
+        assert (link == opened) is forged, link
+    assert "A" * 2001 not in page and "encountered an error" not in page
 
 
 def _page(s: Session) -> str:

@@ -11,13 +11,32 @@ from attnviz import examples
 from attnviz.ui.boundary import callback
 
 
-def remembered(key: str, default: object) -> object:
-    """Before drawing the widget `key`: give it back the value it had when last drawn. Streamlit
-    forgets the state of a widget that a run does not draw (one in a closed tab). Returns it."""
+def held(key: str, default: object, fits: Callable[[object], bool] | None = None) -> object:
+    """Before drawing the widget ``key``: what to draw it with (its value, index or default),
+    never set as its value. The value the session holds (checked before, as every run does),
+    else the one kept when it was last drawn (``remember``: Streamlit forgets the state of a
+    widget that a run does not draw, one in a closed tab), else ``default``; ``default`` too
+    where ``fits`` says the value no longer fits (a kept cell past a smaller example).
+
+    Set as the widget's value, the kept one would replace what the browser sent: a session rebuilt
+    on another replica after a failover holds no value for the widget, and its first message can
+    carry one changed on the replica that died. ``drawn`` then runs the page again."""
+    value = current(key, default)
+    return value if fits is None or fits(value) else default
+
+
+def drawn(key: str, start: object) -> None:
+    """After drawing the widget ``key`` with ``start`` (``held``): keep its value
+    (``remember``); and where the browser sent another value on the widget's first drawing in
+    this session (a failover's first message, see ``held``), run the page again at once, so that
+    the checks made before the widget is drawn, and all drawn from it, see that value."""
     ss = st.session_state
-    if key not in ss:
-        ss[key] = ss.get(f"keep_{key}", default)
-    return ss[key]
+    remember(key)
+    seen = ss.setdefault("drawn_once", set())
+    if key not in seen:
+        seen.add(key)
+        if ss.get(key) != start:
+            st.rerun()
 
 
 def remember(key: str) -> None:
@@ -196,9 +215,8 @@ def step_controls(n_steps: int) -> tuple[int, bool]:
 
     # one row (a horizontal container: one block on the page, where columns are five)
     row = st.container(horizontal=True, vertical_alignment="center", gap="medium")
-    remembered("pg_all", False)
     flag("pg_all")
-    show_all = bool(st.session_state.get("pg_all"))
+    show_all = held("pg_all", False) is True
     back = row.button(
         "Back",
         key="pg_back",
@@ -230,20 +248,21 @@ def step_controls(n_steps: int) -> tuple[int, bool]:
     if not show_all:
         row.markdown(f"**Step {st.session_state['pg_step'] + 1} of {n_steps}**", width="content")
     row.space("stretch")
-    row.toggle("All steps at once", value=show_all, key="pg_all")  # value: see start_at
-    remember("pg_all")
+    row.toggle("All steps at once", value=show_all, key="pg_all")  # value: see held
+    drawn("pg_all", show_all)
     return int(st.session_state["pg_step"]), bool(show_all)
 
 
 def cell_controls(b: int, h: int) -> tuple[int, int]:
     """Pick one cell of the result weighted (B, H). Returns (sentence, hidden)."""
+    starts = {}
     for key, n in (("pg_cell_b", b), ("pg_cell_h", h)):
-        remembered(key, 0)
         choose(key, range(n), 0)
+        starts[key] = held(key, 0, lambda v, n=n: type(v) is int and 0 <= v < n)
     cols = st.columns(2)
-    # index: see start_at (choose made it one of range(n))
-    sb = cols[0].selectbox("Sentence b", range(b), index=start_at("pg_cell_b", 0), key="pg_cell_b")
-    sh = cols[1].selectbox("Hidden h", range(h), index=start_at("pg_cell_h", 0), key="pg_cell_h")
-    remember("pg_cell_b")
-    remember("pg_cell_h")
+    # index: see held (one of range(n))
+    sb = cols[0].selectbox("Sentence b", range(b), index=starts["pg_cell_b"], key="pg_cell_b")
+    sh = cols[1].selectbox("Hidden h", range(h), index=starts["pg_cell_h"], key="pg_cell_h")
+    drawn("pg_cell_b", starts["pg_cell_b"])
+    drawn("pg_cell_h", starts["pg_cell_h"])
     return int(sb), int(sh)

@@ -210,12 +210,15 @@ def section(
     """Type any expression over net_output and att_scores (and mask): every sub-expression's
     shape, where and why shapes clash, and whether the result is the example's weighted."""
     ss = st.session_state
-    _controls.remembered("pg_expr", EXPRESSIONS[0])
-    if not isinstance(ss.get("pg_expr"), str) or len(ss["pg_expr"]) > MAX_EXPR_CHARS:
-        ss["pg_expr"] = str(ss.get("pg_expr") or "")[:MAX_EXPR_CHARS]
+    held = ss.get("pg_expr")
+    if "pg_expr" in ss and (not isinstance(held, str) or len(held) > MAX_EXPR_CHARS):
+        ss["pg_expr"] = str(held or "")[:MAX_EXPR_CHARS]
+    start = _controls.held(
+        "pg_expr", EXPRESSIONS[0], lambda v: isinstance(v, str) and len(v) <= MAX_EXPR_CHARS
+    )
     if "pg_expr_pick" in ss and ss["pg_expr_pick"] not in (None, *EXPRESSIONS):
         ss["pg_expr_pick"] = None  # a tampered pick never reaches the widget
-    st.selectbox(
+    picked = st.selectbox(
         "Start from a right or a wrong form",
         EXPRESSIONS,
         index=None,
@@ -223,19 +226,27 @@ def section(
         key="pg_expr_pick",
         on_change=_pick_expression,
     )
+    if picked is not None and "pg_expr_pick" not in ss.get("drawn_once", ()):
+        # its callback (Streamlit runs none for a widget not drawn yet), its verdict then said
+        # as a change from the expression before it (see _say)
+        ss["pg_expr_shown"] = start
+        _pick_expression()
+    _controls.drawn("pg_expr_pick", None)
     names = f"net_output {tuple(x.shape)} and att_scores {tuple(w.shape)}"
     if mask is not None:
         names += f" and mask {tuple(mask.shape)}"
     expr = st.text_input(
         f"Expression over {names}",
-        value=_controls.start_at("pg_expr", ""),  # a link's expression, even on a busy machine
+        value=start,  # a link's expression, even on a busy machine (see _controls.held)
         key="pg_expr",
         max_chars=MAX_EXPR_CHARS,
         help=HELP,
     )
-    _controls.remember("pg_expr")
     expr = str(expr or "")[:MAX_EXPR_CHARS]
-    shown, ss["pg_expr_shown"] = ss.get("pg_expr_shown"), expr
+    # (sent changed as the first drawing's value, it is said as a change in the run drawn() makes)
+    first = "pg_expr" not in ss.get("drawn_once", ())
+    shown, ss["pg_expr_shown"] = ss.get("pg_expr_shown"), start if first else expr
+    _controls.drawn("pg_expr", start)
     asked = shown is not None and shown != expr  # not the tab's first drawing in this session
     what = "weighted_sum(net_output, att_scores"
     what += ", mask=mask" if mask is not None else ""

@@ -140,11 +140,11 @@ def _init_state() -> None:
         zip(BOXES, (lk.preset, float(b), float(t), float(h), float(lk.seed)), strict=True),
         pg_softmax=lk.softmax,
         pg_use_mask=lk.use_mask,
+        pg_tab=dict(TABS).get(lk.tab, TABS[0][1]),  # the tabs' too (see _controls.held)
     )
     ss["pg_unseen"] = True
-    ss["pg_tab"] = dict(TABS).get(lk.tab, TABS[0][1])
     ss["pg_step"] = lk.step
-    # widgets inside tabs: kept aside (see _controls.remembered), drawn when their tab opens
+    # widgets inside tabs: kept aside (see _controls.held), drawn when their tab opens
     ss["keep_pg_all"] = lk.all_steps
     ss["keep_pg_cell_b"], ss["keep_pg_cell_h"] = lk.cell
     if lk.expr:
@@ -494,8 +494,11 @@ def _workspace(choice: _controls.ExampleChoice) -> None:
 def _tabs(ex: Current) -> None:
     """The sections, one tab each, only the open one drawn. A fragment: switching tabs reruns
     this part of the page, not the editors above it."""
-    _controls.choose("pg_tab", [label for _, label in TABS], TABS[0][1])
-    tabs = st.tabs([label for _, label in TABS], key="pg_tab", on_change="rerun")
+    labels = [label for _, label in TABS]
+    _controls.choose("pg_tab", labels, TABS[0][1])
+    start = _controls.held("pg_tab", st.session_state["pg_starts"]["pg_tab"], labels.__contains__)
+    tabs = st.tabs(labels, default=start, key="pg_tab", on_change="rerun")  # see held
+    _controls.drawn("pg_tab", start)
     for (key, _), tab in zip(TABS, tabs, strict=True):
         if tab.open:
             with tab:

@@ -233,16 +233,12 @@ def mistakes_section(ex: Current) -> None:
 def grad_section(ex: Current) -> None:
     """The backward pass: the broadcast becomes a sum, the sum becomes a broadcast."""
     parts = ["att_scores", "net_output"]
-    _controls.remembered("pg_grad_part", "att_scores")
     _controls.choose("pg_grad_part", parts, "att_scores")
+    start = _controls.held("pg_grad_part", "att_scores", lambda v: v in parts)
     part = st.segmented_control(
-        "Gradient of",
-        parts,
-        default=_controls.start_at("pg_grad_part", "att_scores"),  # see start_at
-        required=True,
-        key="pg_grad_part",
-    )
-    _controls.remember("pg_grad_part")
+        "Gradient of", parts, default=start, required=True, key="pg_grad_part"
+    )  # default: see held
+    _controls.drawn("pg_grad_part", start)
     g = cached.gradients(ex.x, ex.applied, part, _style())
     st.markdown(g.explanation)
     st.markdown(
