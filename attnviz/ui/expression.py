@@ -210,9 +210,9 @@ def section(
     """Type any expression over net_output and att_scores (and mask): every sub-expression's
     shape, where and why shapes clash, and whether the result is the example's weighted."""
     ss = st.session_state
-    held = ss.get("pg_expr")
-    if "pg_expr" in ss and (not isinstance(held, str) or len(held) > MAX_EXPR_CHARS):
-        ss["pg_expr"] = str(held or "")[:MAX_EXPR_CHARS]
+    typed = ss.get("pg_expr")  # as the session holds it (a forged one too)
+    if "pg_expr" in ss and (not isinstance(typed, str) or len(typed) > MAX_EXPR_CHARS):
+        ss["pg_expr"] = str(typed or "")[:MAX_EXPR_CHARS]
     start = _controls.held(
         "pg_expr", EXPRESSIONS[0], lambda v: isinstance(v, str) and len(v) <= MAX_EXPR_CHARS
     )
