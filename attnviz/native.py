@@ -96,7 +96,7 @@ PREFETCH = 4
 # (native_read.call_mode)
 OWN_L2 = 8
 # mode | TWO_STRIPES, mode | WHOLE_ROWS: how the stripes read long rows, by where x sits
-# (``stripe_bits``; measured in csrc/weighted_rows.c, sum_rows_of): a row of each stripe and the
+# (``stripe_bits``; measured in csrc/stripes.h, sum_rows_of): a row of each stripe and the
 # running sums of its columns must stay in the L1 between two uses of the sums, or every step
 # loads them from L2. Where x sits well inside the last-level cache (up to LLC_SHARE of it) and
 # four stripes' rows and sums would take more than L1_SHARE of the L1, two stripes (H = 2048, 32

@@ -47,7 +47,14 @@ BUILT_FROM = (
     *SOURCES,
     *(
         SOURCE.with_name(n)
-        for n in ("vectors.h", "threads.h", "rows_off_lines.h", "short_rows.h", "long_sentences.h")
+        for n in (
+            "vectors.h",
+            "threads.h",
+            "rows_off_lines.h",
+            "short_rows.h",
+            "long_sentences.h",
+            "stripes.h",
+        )
     ),
 )
 ABI = 10  # weighted_rows_abi() in the source

@@ -350,7 +350,7 @@ def test_the_plans_mode_bits_and_block_are_the_kernels():
     """native.py mirrors numbers the C source defines (the mode's bits, the columns of a block of
     running sums): a change on one side alone would plan for a kernel that is not there."""
     csrc = native_build.SOURCE.parent
-    sources = ("weighted_rows.c", "threads.h", "short_rows.h", "long_sentences.h")
+    sources = ("weighted_rows.c", "threads.h", "short_rows.h", "long_sentences.h", "stripes.h")
     text = "".join((csrc / n).read_text(encoding="utf-8") for n in sources)
     defined = {k: int(v) for k, v in re.findall(r"^#define (\w+) (\d+)\b", text, re.MULTILINE)}
     bit_names = ("PREFETCH", "OWN_L2", "TWO_STRIPES", "WHOLE_ROWS", "SENTENCE_STRIPES")
@@ -386,7 +386,7 @@ def test_the_plans_mode_bits_and_block_are_the_kernels():
 def test_sums_are_right_wherever_the_output_lies_on_its_page(h, how, threads):
     """Where the output lies just past the rows' place on a 4 KiB page, the stripes keep their
     running sums in room of their own and copy them out after each block (``running_sums`` in
-    weighted_rows.c; no other place changes the sums): with x at a fixed place on its page and
+    stripes.h; no other place changes the sums): with x at a fixed place on its page and
     out moved across the page, every place gives the float64 sums."""
     import ctypes
 

@@ -51,7 +51,7 @@
 #define LONG_NTA_BYTES 256
 
 /* Stripe k's sums: room + k * LONG_ROOM_STEP + a place on the page (k + 1) fifths of g past the
- * rows' (the rows' places are g bytes apart: see running_sums, weighted_rows.c), away from the
+ * rows' (the rows' places are g bytes apart: see running_sums, stripes.h), away from the
  * rows and from the other stripes' sums, as a load whose address matches a waiting store's in its
  * last 12 bits waits for that store. */
 #define LONG_ROOM_STEP (LONG_STRIPED_H * 4 + 4096)
