@@ -38,7 +38,6 @@ import itertools
 import math
 import os
 import random
-import re
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -55,6 +54,14 @@ from attnviz.bench.floor import (  # noqa: F401 (re-exported)
     TORCH_SUM,
     floor_runs,
     floor_ways,
+)
+from attnviz.bench.inputs import (  # noqa: F401  (re-exported: attnviz.bench.harness.parse_*)
+    dtype_name,
+    input_bytes,
+    make_inputs,
+    moved_bytes,
+    parse_dtype,
+    parse_shape,
 )
 from attnviz.bench.number import (  # noqa: F401  (re-exported: attnviz.bench.harness.format_*)
     format_bytes,
@@ -84,19 +91,6 @@ LOOP_MAX_WORDS = 4096  # the Python loop runs B*T steps: only for small B*T
 # temporary, the copy's destination and the rotating input sets (at most 2x the cache)
 MEMORY_FACTOR = 4
 SLOW_CALL_S = 0.05  # above this per call, time single synchronized calls (no per-block warm-up)
-DTYPES = {
-    "float32": torch.float32,
-    "float": torch.float32,
-    "fp32": torch.float32,
-    "float16": torch.float16,
-    "half": torch.float16,
-    "fp16": torch.float16,
-    "bfloat16": torch.bfloat16,
-    "bf16": torch.bfloat16,
-    "float64": torch.float64,
-    "double": torch.float64,
-    "fp64": torch.float64,
-}
 
 
 @dataclass
@@ -181,58 +175,6 @@ def regime(r: Measurement | dict) -> str:
     d = r if isinstance(r, dict) else r.as_dict()
     fits = d.get("notes", {}).get("fits_in_cache")
     return "unknown" if fits is None else ("cache" if fits else "memory")
-
-
-def parse_shape(text: str) -> tuple[int, int, int]:
-    """``"48x512x1024"`` -> (48, 512, 1024); AttnvizError with the expected form otherwise."""
-    parts = re.split(r"[x×,*]", text.strip().lower())
-    try:
-        b, t, h = (int(p) for p in parts)
-    except ValueError:
-        raise AttnvizError(
-            f"Size {text!r} is not B x T x H: write three positive integers like '48x512x1024'."
-        ) from None
-    if min(b, t, h) < 1:
-        raise AttnvizError(f"Size {text!r} gives {(b, t, h)}: every axis needs at least 1.")
-    return b, t, h
-
-
-def parse_dtype(text: str | torch.dtype) -> torch.dtype:
-    if isinstance(text, torch.dtype):
-        return text
-    key = text.strip().lower().removeprefix("torch.")
-    if key not in DTYPES:
-        raise AttnvizError(
-            f"dtype {text!r} is not supported; choose one of float32, float16, bfloat16, float64."
-        )
-    return DTYPES[key]
-
-
-def dtype_name(dtype: torch.dtype) -> str:
-    return str(dtype).removeprefix("torch.")
-
-
-def input_bytes(shape: tuple[int, int, int], dtype: torch.dtype) -> int:
-    """Bytes of x (B, T, H) plus w (B, T)."""
-    b, t, h = shape
-    return (b * t * h + b * t) * torch.empty((), dtype=dtype).element_size()
-
-
-def moved_bytes(shape: tuple[int, int, int], dtype: torch.dtype) -> int:
-    """Bytes a one-pass method moves: read x (B, T, H) and w (B, T), write out (B, H)."""
-    b, _t, h = shape
-    return input_bytes(shape, dtype) + b * h * torch.empty((), dtype=dtype).element_size()
-
-
-def make_inputs(
-    shape: tuple[int, int, int], dtype: torch.dtype = torch.float32, *, seed: int = 0
-) -> tuple[Tensor, Tensor]:
-    """Random x (B, T, H) ~ N(0, 1) and softmaxed weights w (B, T), on the CPU."""
-    b, t, h = shape
-    g = torch.Generator().manual_seed(seed)
-    x = torch.randn(b, t, h, generator=g).to(dtype)  # (B,T,H)
-    w = torch.randn(b, t, generator=g).softmax(dim=1).to(dtype)  # (B,T)
-    return x, w
 
 
 def environment(device: str | torch.device) -> dict:
