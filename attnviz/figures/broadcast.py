@@ -13,9 +13,7 @@ import plotly.graph_objects as go
 from attnviz.errors import AttnvizError
 from attnviz.figures.draft import Draft, figure_builder
 from attnviz.figures.heatmap import (
-    PHONE_SUBTITLE_CHARS,
     STRETCH_GLYPH,
-    base_layout,
     fmt,
     heatmap_trace,
     range_text,
@@ -25,6 +23,7 @@ from attnviz.figures.heatmap import (
     tensor_figure,
     to_numpy,
 )
+from attnviz.figures.layout import PHONE_SUBTITLE_CHARS, base_layout
 from attnviz.figures.style import (
     PROJECTOR,
     current_style,

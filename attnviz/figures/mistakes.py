@@ -12,13 +12,13 @@ import plotly.graph_objects as go
 
 from attnviz.figures.draft import Draft
 from attnviz.figures.heatmap import (
-    base_layout,
     heatmap_trace,
     range_text,
     shared_zrange,
     square_cells,
     to_numpy,
 )
+from attnviz.figures.layout import base_layout
 from attnviz.figures.style import (
     current_style,
     styled,

@@ -15,7 +15,8 @@ import numpy as np
 
 from attnviz.errors import AttnvizError
 from attnviz.figures.draft import Draft
-from attnviz.figures.heatmap import base_layout, fmt, tensor_draft
+from attnviz.figures.heatmap import fmt, tensor_draft
+from attnviz.figures.layout import base_layout
 
 LOSS_COLOR = "#b35806"  # the orange end of the house's scale
 ACCURACY_COLOR = "#2166ac"  # its blue end
