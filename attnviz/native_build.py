@@ -59,11 +59,13 @@ BUILT_FROM = (
 )
 ABI = 10  # weighted_rows_abi() in the source
 FLAGS = ("-O3", "-std=c99", "-ffp-contract=fast", "-fopenmp", "-shared", "-fPIC")
-# tried first; dropped if the compiler refuses them. GCC's unroll-and-jam would multiply the
-# kernel's rows per step, more streams than the registers and prefetchers keep up with (measured
-# with eight: about half the speed in cache); compilers without it ignore the flag
+# tried first; dropped where the compiler refuses them (portable code, cached under a name of its
+# own, never in the place of a native build). GCC's unroll-and-jam would multiply the kernel's rows
+# per step, more streams than the registers and prefetchers keep up with (measured with eight:
+# about half the speed in cache); compilers without it ignore the flag
 NATIVE_FLAGS = ("-march=native", "-fno-loop-unroll-and-jam")
-COMPILE_TIMEOUT_S = 60
+# ~25 CPU-s with NATIVE_FLAGS; on two cores busy with other work it took 62-85 s of wall time
+COMPILE_TIMEOUT_S = 180
 
 
 @dataclass(frozen=True)
@@ -154,17 +156,19 @@ def kill_group(proc: subprocess.Popen) -> None:
         proc.kill()
 
 
-def _compile(cc: list[str], flags: tuple[str, ...], dest: Path) -> str:
-    """Compile SOURCES to ``dest`` atomically; '' on success, else the compiler's complaint."""
+def _compile(cc: list[str], flags: tuple[str, ...], dest: Path) -> tuple[str, bool]:
+    """Compile SOURCES to ``dest`` atomically -> ('' on success, else why; whether the compiler
+    refused the work: it ran to its end and failed, as it does again with the same flags, unlike
+    a compile cut off by the time limit, the exit or the system)."""
     tmp, proc = "", None
     try:
         with _exit_lock:  # the temporary and the compiler start together, never once exiting
             if _closing:
-                return "the process is exiting"
+                return "the process is exiting", False
             try:
                 fd, tmp = tempfile.mkstemp(prefix=dest.stem + ".", suffix=".tmp", dir=dest.parent)
             except OSError as e:
-                return f"cannot write to {dest.parent}: {e}"
+                return f"cannot write to {dest.parent}: {e}", False
             os.close(fd)
             proc = subprocess.Popen(
                 [*cc, *flags, *map(str, SOURCES), "-o", tmp],
@@ -179,13 +183,15 @@ def _compile(cc: list[str], flags: tuple[str, ...], dest: Path) -> str:
         except subprocess.TimeoutExpired:
             kill_group(proc)
             proc.communicate()
-            return f"the compiler took over {COMPILE_TIMEOUT_S} s"
+            return f"the compiler took over {COMPILE_TIMEOUT_S} s", False
+        if proc.returncode < 0:  # killed by a signal: at the exit, or by the system
+            return f"the compiler was stopped (signal {-proc.returncode})", False
         if proc.returncode != 0:
-            return (err or out).strip()[-400:] or f"exit {proc.returncode}"
+            return (err or out).strip()[-400:] or f"exit {proc.returncode}", True
         os.replace(tmp, dest)
-        return ""
+        return "", False
     except (OSError, subprocess.SubprocessError) as e:
-        return str(e)
+        return str(e), False
     finally:  # the temporary goes before the compiler is forgotten (see _stop_compiling)
         if tmp:
             with contextlib.suppress(FileNotFoundError):
@@ -288,19 +294,27 @@ def _build_once() -> tuple[Build, ctypes.CDLL | None]:
     except (OSError, RuntimeError) as e:
         return Build(False, f"the C compiler does not answer: {e}"), None
     suffix = ".dylib" if sys.platform == "darwin" else ".so"
-    path = _writable_cache() / f"weighted_rows-{key}{suffix}"
-    compile_s, used = None, FLAGS + NATIVE_FLAGS
-    if not path.exists():
-        with _one_builder(path):  # processes that start at once: one compiles, the rest wait
-            if not path.exists():  # built while this process waited: loaded below
-                t0 = time.perf_counter()
-                error = _compile(cc, used, path)
-                if error:  # e.g. a compiler without -march=native: build portable code instead
-                    used = FLAGS
-                    error = _compile(cc, used, path)
-                if error:
-                    return Build(False, f"compiling {SOURCE.name} failed: {error}"), None
-                compile_s = time.perf_counter() - t0
+    folder = _writable_cache()
+    builds = (  # the native build, else portable code where the compiler refused NATIVE_FLAGS
+        (folder / f"weighted_rows-{key}{suffix}", FLAGS + NATIVE_FLAGS),
+        (folder / f"weighted_rows-{key}-portable{suffix}", FLAGS),
+    )
+    compile_s, found = None, next((b for b in builds if b[0].exists()), None)
+    if found is None:
+        # processes that start at once: one compiles, the rest wait
+        with _one_builder(builds[0][0]):
+            found = next((b for b in builds if b[0].exists()), None)  # built while it waited
+            t0 = time.perf_counter()
+            for build in builds if found is None else ():
+                error, refused = _compile(cc, build[1], build[0])
+                if not error:
+                    found, compile_s = build, time.perf_counter() - t0
+                    break
+                if not refused:  # cut off (time, exit): tried again by the next process
+                    break
+            if found is None:
+                return Build(False, f"compiling {SOURCE.name} failed: {error}"), None
+    path, used = found
     with _exit_lock:
         if _closing:
             return Build(False, "the process is exiting"), None

@@ -167,6 +167,44 @@ def test_a_failed_compile_is_reported_with_the_compilers_words(build_here, tmp_p
     assert out["path"] == "embedding-bag row sum" and out["correct"]
 
 
+# --- a compiler that refuses NATIVE_FLAGS, and one cut off by the time limit -----------------------
+
+NATIVE_ONLY = 'for a in "$@"; do [ "$a" = -march=native ] && {}; done\nexec cc "$@"'
+
+
+@pytest.mark.slow  # compiles the kernel
+@needs_kernel
+def test_a_compiler_that_refuses_native_flags_gets_portable_code_under_a_name_of_its_own(
+    build_here, tmp_path
+):
+    refuses = NATIVE_ONLY.format('{ echo "cc: error: unknown -march=native" >&2; exit 1; }')
+    cc = _slow_cc(tmp_path, refuses)
+    out = build_here(CC=cc)
+    assert out["ok"] and out["compiled"] and out["correct"]
+    assert out["path"] == "C row-sum kernel" and "-march=native" not in out["detail"]
+    assert len(list(tmp_path.glob("weighted_rows-*-portable.so"))) == 1
+    assert list(tmp_path.glob("*.so")) == list(tmp_path.glob("*-portable.so"))  # not as native
+    again = build_here(CC=cc)  # a later process loads it: no compile tried
+    assert again["ok"] and not again["compiled"] and again["detail"] == out["detail"]
+
+
+@needs_kernel
+def test_a_compile_cut_off_by_the_time_limit_leaves_no_library_for_later_processes(
+    build_here, tmp_path, monkeypatch
+):
+    """A busy machine that outlasts the time limit is no answer of the compiler's: nothing is
+    cached, so the next process compiles again (with portable code cached in its place, every
+    later process would have loaded the slow kernel)."""
+    built = native.build().path  # what the fake compiler "builds" without -march=native, at once
+    monkeypatch.setattr(native_build, "COMPILE_TIMEOUT_S", 1)
+    copies = f'while [ $# -gt 1 ]; do [ "$1" = -o ] && exec cp {built} "$2"; shift; done; exit 1'
+    slow = NATIVE_ONLY.format("exec sleep 30").replace('exec cc "$@"', copies)
+    out = build_here(CC=_slow_cc(tmp_path, slow))
+    assert not out["ok"] and "the compiler took over 1 s" in out["detail"]
+    assert out["path"] == "embedding-bag row sum" and out["correct"]
+    assert not list(tmp_path.glob("*.so")), sorted(p.name for p in tmp_path.iterdir())
+
+
 # --- built in the background (native_op.start): the app's first page run does not wait --------
 
 START_SCRIPT = textwrap.dedent(
