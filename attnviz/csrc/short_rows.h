@@ -149,12 +149,21 @@ static void short_rows_of(const float *restrict x, const float *restrict w, floa
  * 1.00 -> 0.96 (measured before). */
 #define STREAM_SHORT_ROWS 8
 /* Rows off the lines (quad_straddled) too, their lines kept whole across a stripe's sentences
- * (line_tail, vectors.h), but on one thread for at most STREAM_OFF_ROWS rows: the sums' way
- * through a row in memory cost more there than the lines read first (plain C, paired in one
- * process, three runs, benchmarks/runs/issue32ag/short_off.txt: one thread 65536x2x127 0.63-0.68 ->
- * 0.67-0.77, but 65536x4x61 0.83-0.87 -> 0.81-0.83, 16384x8x100 0.90-0.92 -> 0.85-0.88; two
- * threads 65536x4x61 0.75-0.78 -> 0.79-0.88, 16384x8x100 0.73-0.79 -> 0.79-0.89). */
+ * (line_tail, vectors.h). Rows of at least STREAM_REGS_VECS vectors put each line together in
+ * registers (stream_regs); shorter ones through a row in memory (stream_sums), and on one thread
+ * only for at most STREAM_OFF_ROWS rows: that way cost more there than the lines read first
+ * (plain C, paired in one process, three runs, benchmarks/runs/issue32ag/short_off.txt: one thread
+ * 65536x2x127 0.63-0.68 -> 0.67-0.77, but 65536x4x61 0.83-0.87 -> 0.81-0.83, 16384x8x100 0.90-0.92
+ * -> 0.85-0.88; two threads 65536x4x61 0.75-0.78 -> 0.79-0.88, 16384x8x100 0.73-0.79 ->
+ * 0.79-0.89). In registers, against stored as usual on one thread and through memory on two
+ * (benchmarks/runs/issue32ah/regs.txt, two runs): one thread 65536x4x100 0.81-0.84 -> 0.90-0.94,
+ * 65536x4x127 0.90 -> 0.95-1.03, 32768x4x200 0.69-0.73 -> 0.83-0.87, 65536x2x127 (through memory
+ * before) 0.70 -> 0.79, 16384x8x100 0.77-0.82 -> 0.80-0.84; two threads 65536x4x100 0.75-0.78 ->
+ * 0.84, 65536x4x127 0.77 -> 0.86-0.89, 16384x8x100 0.82-0.85 -> 0.86-0.90. Not for shorter rows:
+ * of 4 or 5 vectors (H = 61, 77) in registers was 0-15% slower than through memory on two threads
+ * (benchmarks/runs/issue32ah/regs_all.txt), and on one thread no faster than stored as usual. */
 #define STREAM_OFF_ROWS 2
+#define STREAM_REGS_VECS 6
 
 #define EACH_STRIPE(k) _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
 
@@ -187,10 +196,60 @@ static inline __attribute__((always_inline)) void quad_run(const float *restrict
 }
 
 #ifdef ALIGNED_STEPS
+/* stream_sums (vectors.h) for a row whose sums are in registers, a[0 .. nv-1] (the lanes past h
+ * never stored): each line of d put together from two of them by one permute, and from the
+ * numbers kept in *tail for d's first line, never through memory. Through memory (the sums stored
+ * to a row on the stack, each line loaded from it off the stores' places) every line's load
+ * waited for the stores to reach the cache. Line k + 1 of d's lines is a[k]'s last `before`
+ * numbers and a[k + 1]'s first 16 - before; line 0 the kept numbers and a[0]'s first. */
+static inline __attribute__((always_inline)) void stream_regs(float *restrict d, const vec16 *a,
+                                                             long h, const int nv,
+                                                             struct line_tail *tail) {
+    const long before = (long)(((uintptr_t)d & 63) / 4); /* numbers of d's line before d */
+    const long end = before + h;                          /* the row's end, from that line's start */
+    float *const line = d - before;
+    const ivec16 iota = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+    const ivec16 up = iota + (int)(16 - before), back = (iota - (int)before) & 15;
+    const __mmask16 mine = (__mmask16)(0xffffu << before); /* line 0's lanes that are d's */
+    if (tail->have != before || tail->line != line)
+        flush_tail(tail); /* numbers of another line (or none) */
+    const vec16 first = (vec16)_mm512_mask_permutexvar_ps(
+        (__m512)(*(const vec16 *)tail->num), mine, (__m512i)back, (__m512)a[0]);
+    if (end < 16) { /* the row ends on line 0 */
+        if (before && !tail->have) {
+            _mm512_mask_storeu_ps(line, mine & (__mmask16)((1u << end) - 1), (__m512)first);
+            tail->line = d + h; /* as stream_sums leaves it */
+            return;
+        }
+        *(vec16 *)tail->num = first;
+        tail->line = line;
+        tail->have = end;
+        return;
+    }
+    if (before && !tail->have)
+        _mm512_mask_storeu_ps(line, mine, (__m512)first); /* as usual: no numbers kept before d */
+    else
+        stream_vec(line, first);
+    tail->line = line + end; /* where the row ends on a line's end */
+    tail->have = 0;
+    EACH_VEC(k, nv) {
+        const vec16 next = k + 1 < nv ? a[k + 1] : (vec16){0};
+        const vec16 v = (vec16)_mm512_permutex2var_ps((__m512)a[k], (__m512i)up, (__m512)next);
+        if (16 * (k + 2) <= end)
+            stream_vec(line + 16 * (k + 1), v);
+        else if (16 * (k + 1) < end) { /* the row's last numbers, kept */
+            *(vec16 *)tail->num = v;
+            tail->line = line + 16 * (k + 1);
+            tail->have = end - 16 * (k + 1);
+        }
+    }
+}
+
 /* quad_run for rows off the lines (AVX-512): each row's vectors by loads that straddle two lines,
  * its last by a masked load (nothing past the row is read), as short_straddled reads them
  * (rows_off_lines.h); nv = the row's vectors, the last one part full. The sums past the caches
- * where `tails` (one a stripe: stream_sums, vectors.h; see STREAM_SHORT_ROWS). */
+ * where `tails` (one a stripe: stream_regs, or stream_sums for shorter rows; see
+ * STREAM_OFF_ROWS). */
 static inline __attribute__((always_inline)) void quad_straddled(const float *restrict x,
                                                                 const float *restrict w,
                                                                 float *restrict s, long q,
@@ -215,7 +274,11 @@ static inline __attribute__((always_inline)) void quad_straddled(const float *re
             }
         }
     }
-    if (tails) {
+    if (tails && nv >= STREAM_REGS_VECS) {
+        EACH_STRIPE(k) if (k < k_st) stream_regs(s + k * q * h, a[k], h, nv, tails + k);
+        return;
+    }
+    if (tails) { /* through a row in memory */
         float row[16 * 2 * QUAD_VECS] __attribute__((aligned(64)));
         EACH_STRIPE(k) {
             if (k < k_st) {

@@ -265,11 +265,12 @@ static void sum_sentences(const float *x, const float *w, float *out, long s0, l
                           long h, long c0, long c1, int how, int threads) {
     if ((how & SENTENCE_STRIPES) && c0 == 0 && c1 == h &&
         stripes_sentences(x + s0 * t * h, t, h)) {
-        /* from DRAM, short sentences: their sums past the caches (STREAM_SHORT_ROWS; rows off
-         * the lines on one thread, STREAM_OFF_ROWS) */
+        /* from DRAM, short sentences: their sums past the caches (STREAM_SHORT_ROWS; shorter
+         * rows off the lines on one thread, STREAM_OFF_ROWS) */
         float *o = out + s0 * h;
-        const long most =
-            threads > 1 || on_lines(x + s0 * t * h, h) ? STREAM_SHORT_ROWS : STREAM_OFF_ROWS;
+        const int regs = (h + 15) / 16 >= STREAM_REGS_VECS; /* stream_regs */
+        const long most = threads > 1 || regs || on_lines(x + s0 * t * h, h) ? STREAM_SHORT_ROWS
+                                                                              : STREAM_OFF_ROWS;
         const int stream = (how & WHOLE_ROWS) && t <= most;
         striped_sentences(x + s0 * t * h, w + s0 * t, o, s1 - s0, t, h, stream);
         if (stream)
