@@ -36,3 +36,10 @@ for i in 1 2; do pair A E $some $(two $some) | sed 's/^/AE /'; done > $out/regs.
 # committed.txt: A against F, one run
 last="131072x4x61 131072x4x77 65536x4x100 65536x4x127 32768x4x200 65536x2x127 16384x8x100"
 pair A F $last $(two $last) | sed 's/^/AF /' > $out/committed.txt
+
+# python_pair.txt: through Python (python -m attnviz.bench, fused over the floor, 11 rounds), 6b451da
+# against 326de62, one and two threads, two runs of each tree alternating
+py=.venv/bin/python
+source benchmarks/runs/paired_python.sh
+paired_python 6b451da 326de62 \
+    65536x4x100,65536x4x127,32768x4x200,65536x2x127,16384x8x100,131072x4x61 > $out/python_pair.txt
