@@ -164,6 +164,9 @@ static void short_rows_of(const float *restrict x, const float *restrict w, floa
  * (benchmarks/runs/issue32ah/regs_all.txt), and on one thread no faster than stored as usual. */
 #define STREAM_OFF_ROWS 2
 #define STREAM_REGS_VECS 6
+#if STREAM_REGS_VECS < 2
+#error "stream_regs takes rows of 16 numbers or more"
+#endif
 
 #define EACH_STRIPE(k) _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
 
@@ -196,12 +199,12 @@ static inline __attribute__((always_inline)) void quad_run(const float *restrict
 }
 
 #ifdef ALIGNED_STEPS
-/* stream_sums (vectors.h) for a row whose sums are in registers, a[0 .. nv-1] (the lanes past h
- * never stored): each line of d put together from two of them by one permute, and from the
- * numbers kept in *tail for d's first line, never through memory. Through memory (the sums stored
- * to a row on the stack, each line loaded from it off the stores' places) every line's load
- * waited for the stores to reach the cache. Line k + 1 of d's lines is a[k]'s last `before`
- * numbers and a[k + 1]'s first 16 - before; line 0 the kept numbers and a[0]'s first. */
+/* stream_sums (vectors.h) for a row of at least 16 numbers whose sums are in registers,
+ * a[0 .. nv-1] (the lanes past h never stored): each line of d put together from two of them by
+ * one permute, and from the numbers kept in *tail for d's first line, never through memory (there
+ * the sums are stored to a row on the stack and each line loaded from it off the stores' places,
+ * a load a core may hold until the stores reach the cache). Line k + 1 of d's lines is a[k]'s last
+ * `before` numbers and a[k + 1]'s first 16 - before; line 0 the kept numbers and a[0]'s first. */
 static inline __attribute__((always_inline)) void stream_regs(float *restrict d, const vec16 *a,
                                                              long h, const int nv,
                                                              struct line_tail *tail) {
@@ -215,17 +218,7 @@ static inline __attribute__((always_inline)) void stream_regs(float *restrict d,
         flush_tail(tail); /* numbers of another line (or none) */
     const vec16 first = (vec16)_mm512_mask_permutexvar_ps(
         (__m512)(*(const vec16 *)tail->num), mine, (__m512i)back, (__m512)a[0]);
-    if (end < 16) { /* the row ends on line 0 */
-        if (before && !tail->have) {
-            _mm512_mask_storeu_ps(line, mine & (__mmask16)((1u << end) - 1), (__m512)first);
-            tail->line = d + h; /* as stream_sums leaves it */
-            return;
-        }
-        *(vec16 *)tail->num = first;
-        tail->line = line;
-        tail->have = end;
-        return;
-    }
+    /* line 0, whole: the row reaches its end (h >= 16) */
     if (before && !tail->have)
         _mm512_mask_storeu_ps(line, mine, (__m512)first); /* as usual: no numbers kept before d */
     else
