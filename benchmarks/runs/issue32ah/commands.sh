@@ -43,3 +43,7 @@ py=.venv/bin/python
 source benchmarks/runs/paired_python.sh
 paired_python 6b451da 326de62 \
     65536x4x100,65536x4x127,32768x4x200,65536x2x127,16384x8x100,131072x4x61 > $out/python_pair.txt
+
+# default_end_t1.txt, default_end_t2.txt: the default run at the end (cd876ee)
+for t in 1 2; do .venv/bin/python -m attnviz.bench --device cpu --threads $t > $out/default_end_t$t.txt; done
+# l3_rerun.txt: 32x256x512 again through the CLI, then in plain C against 5819be3's kernel
