@@ -20,8 +20,8 @@ only; 0.0.0.0 for every network it is on). The replicas learn that address (``AT
 the operator's ``--public-url`` (``ATTNVIZ_PUBLIC_URL``): the class's join link and QR code use the
 public URL when set, else the address the teacher's browser used, and a teacher on a loopback address
 is warned (``attnviz.classroom.address``). HAProxy logs each request's path without its query string
-(a class code, a student id or a teacher token never reaches a log), and every log in the run folder
-is rotated by size (``LOG_MAX_BYTES``, ``LOG_BACKUPS``). HAProxy bounds what one client address may hold
+(a class code, a student id or a teacher token never reaches a log), over UDP on loopback to
+``scripts/log_sink.py``, which writes ``log/haproxy.log``; every log in the run folder is rotated by size (``LOG_MAX_BYTES``, ``LOG_BACKUPS``). HAProxy bounds what one client address may hold
 and send (``Limits``, derived from the capacity model of docs/deploy.md), refuses to be framed by
 another site and never serves ``/_stcore/metrics``, however its path is written. Runs as the invoking user. Needs Debian's
 ``haproxy`` and ``supervisor``.
@@ -38,6 +38,7 @@ import ipaddress
 import json
 import os
 import secrets
+import shlex
 import shutil
 import signal
 import socket
@@ -134,6 +135,7 @@ class Settings:
     class_store: str = ""  # "" -> SQLite under data_dir; "redis://host:port/db" for many processes
     threads: int = 0  # torch/OpenMP threads per replica; 0 -> cores // replicas (at least 1)
     check_interval_ms: int = 2000
+    log_port: int = 0  # HAProxy sends its log here (scripts/log_sink.py); 0 -> a free port
     limits: Limits | None = None  # None -> Limits.for_replicas(replicas) (tests pass small ones)
     python: str = sys.executable
     haproxy: str = field(default_factory=lambda: shutil.which("haproxy") or "/usr/sbin/haproxy")
@@ -261,10 +263,29 @@ def _supervisor_env(env: dict[str, str]) -> str:
     return ",".join(f'{k}="{v}"' for k, v in env.items())
 
 
+def _free_udp_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def log_sink_command(s: Settings) -> list[str]:
+    """The process that writes HAProxy's access log to log/haproxy.log (scripts/log_sink.py)."""
+    return [
+        s.python,
+        str(REPO / "scripts" / "log_sink.py"),
+        f"--port={s.log_port}",
+        f"--file={s.run_dir / 'log' / 'haproxy.log'}",
+        f"--max-bytes={LOG_MAX_BYTES}",
+        f"--backups={LOG_BACKUPS}",
+    ]
+
+
 def write_configs(s: Settings) -> list[Path]:
     """Write haproxy.cfg and supervisord.conf (mode 600: it holds the cookie secret) into run_dir."""
     if s.replicas < 1 or len(set(s.ports)) != s.replicas:
         raise ValueError(f"{s.replicas} replicas need as many distinct ports, got {s.ports}")
+    s.log_port = s.log_port or _free_udp_port()
     (s.run_dir / "log").mkdir(parents=True, exist_ok=True)
     s.run_dir.chmod(0o700)
     Path(environment(s)["ATTNVIZ_DATA_DIR"]).mkdir(parents=True, exist_ok=True)
@@ -283,6 +304,7 @@ def write_configs(s: Settings) -> list[Path]:
         cookie_name=COOKIE_NAME,
         replica_header=REPLICA_HEADER,
         check_interval_ms=s.check_interval_ms,
+        log_port=s.log_port,
         servers=servers,
     )
     replica = Template((DEPLOY / "replica.conf.in").read_text())
@@ -295,6 +317,7 @@ def write_configs(s: Settings) -> list[Path]:
         environment=_supervisor_env(environment(s)),
         minfds=2 * limits.maxconn + 256,  # HAProxy's two sockets a connection, and its own
         haproxy=s.haproxy,
+        log_sink=shlex.join(log_sink_command(s)),
         replica_programs=",".join(s.names),
         replicas=blocks,
     )
@@ -336,14 +359,32 @@ def haproxy_servers(run_dir: Path) -> dict[str, str]:
     }
 
 
+def haproxy_info(run_dir: Path) -> dict[str, str]:
+    """HAProxy's ``show info`` (its version, uptime, ``DroppedLogs``, ...); {} if unreachable."""
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(2)
+            sock.connect(str(run_dir / "haproxy.sock"))
+            sock.sendall(b"show info\n")
+            data = b""
+            while chunk := sock.recv(65536):
+                data += chunk
+    except OSError:
+        return {}
+    pairs = (line.partition(":") for line in data.decode().splitlines())
+    return {k.strip(): v.strip() for k, sep, v in pairs if sep}
+
+
 def wait_ready(s: Settings, timeout: float = 180.0) -> None:
-    """Until every replica answers its health check, HAProxy sees them all UP and the proxy serves."""
+    """Until every replica answers its health check, HAProxy sees them all UP, the log sink runs and
+    the proxy serves."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         healthy = all(_get(f"http://127.0.0.1:{p}/_stcore/health") == 200 for p in s.ports)
         states = haproxy_servers(s.run_dir)
         up = bool(states) and all(states.get(n) == "UP" for n in s.names)
-        if healthy and up and _get(f"{s.url}/_stcore/health") == 200:
+        sink = any(p["name"] == "log-sink" and p["statename"] == "RUNNING" for p in _processes(s))
+        if healthy and up and sink and _get(f"{s.url}/_stcore/health") == 200:
             return
         time.sleep(0.5)
     raise TimeoutError(f"the class server did not come up in {timeout:.0f} s: see {s.run_dir}/log")
@@ -535,6 +576,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{p['group']}:{p['name']:<12} {p['statename']:<9} {p['description']}")
         for name, state in sorted(haproxy_servers(s.run_dir).items()):
             print(f"haproxy sees {name}: {state}")
+        if (dropped := haproxy_info(s.run_dir).get("DroppedLogs", "0")) != "0":
+            print(f"haproxy dropped {dropped} log lines (log/log-sink.log: is the sink running?)")
     return 0
 
 

@@ -1,6 +1,7 @@
 """The serve command's HAProxy config on its own (slow: starts haproxy): two stand-in replicas that
 echo what reaches them, so the test sees the headers a Streamlit replica would get, and HAProxy's
-log written to a file as supervisord writes it (its stdout), so the test reads what it keeps. A
+log written to its file by scripts/log_sink.py, as the class server's is, so the test reads what it
+keeps. A
 second HAProxy from the same template with small per-source limits shows each limit act, each test
 from its own loopback address (127.0.0.x); /_stcore/metrics written 17 ways is refused, and every
 answer forbids framing by another site.
@@ -16,12 +17,15 @@ import contextlib
 import hashlib
 import http.client
 import json
+import shlex
+import signal
 import socket
 import subprocess
 import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
@@ -86,6 +90,9 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+_SINKS: dict[Path, subprocess.Popen] = {}  # each proxy's log sink, by run folder
+
+
 @contextlib.contextmanager
 def _serving(run_dir, limits: serve.Limits | None = None):
     """HAProxy from serve.write_configs in front of two echo servers."""
@@ -100,19 +107,20 @@ def _serving(run_dir, limits: serve.Limits | None = None):
         limits=limits,
     )
     serve.write_configs(s)
-    log = open(s.run_dir / "log" / "haproxy.log", "wb")  # noqa: SIM115 (closed below)
+    sink = _SINKS[s.run_dir] = subprocess.Popen(serve.log_sink_command(s))
     cmd = [s.haproxy, "-db", "-f", str(s.run_dir / "haproxy.cfg")]
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(cmd)
     try:
         deadline = time.monotonic() + 60
         while set(serve.haproxy_servers(s.run_dir).values()) != {"UP"}:
             assert proc.poll() is None and time.monotonic() < deadline, "haproxy did not come up"
+            assert sink.poll() is None, "the log sink exited"
             time.sleep(0.2)
         yield s
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-        log.close()
+        for p in (proc, sink):
+            p.terminate()
+            p.wait(timeout=30)
         for e in echoes:
             e.shutdown()
 
@@ -350,6 +358,56 @@ def test_the_log_keeps_the_path_and_never_the_query_string(proxy):
         assert secret.encode() not in text, secret
 
 
+def _burst(url: str, paths: list[str], clients: int = 8) -> None:
+    """GET every path, from `clients` keep-alive connections at once."""
+    netloc = urlsplit(url).netloc
+
+    def client(mine: list[str]) -> None:
+        conn = http.client.HTTPConnection(netloc, timeout=30)
+        try:
+            for path in mine:
+                conn.request("GET", path)
+                assert conn.getresponse().read()
+        finally:
+            conn.close()
+
+    threads = [threading.Thread(target=client, args=(paths[i::clients],)) for i in range(clients)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+
+
+def test_a_burst_while_the_log_writer_is_stalled_loses_no_line(proxy):
+    """Requests at once while the log sink cannot run (stopped): HAProxy hands each line over at
+    once or drops it, and the sink's socket holds them until it runs again. Every request has its
+    line and HAProxy dropped none. Stdout's pipe held ~600 such lines (64 KiB) and lost the rest;
+    the burst is larger than that where the kernel grants the buffer (here: net.core.rmem_max 4 MiB),
+    and sized to what it grants (~830 bytes a line held, counted twice over)."""
+    from scripts import log_sink
+
+    with log_sink.bind(0) as sock:
+        granted = sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
+    n = min(2000, granted // 2048)
+    tag = f"/burst-{time.monotonic_ns()}/"
+    sink = _SINKS[proxy.run_dir]
+    before = int(serve.haproxy_info(proxy.run_dir)["DroppedLogs"])
+    sink.send_signal(signal.SIGSTOP)
+    try:
+        _burst(proxy.url, [f"{tag}{i}" for i in range(n)])
+    finally:
+        sink.send_signal(signal.SIGCONT)
+    log = proxy.run_dir / "log" / "haproxy.log"
+    deadline = time.monotonic() + 60
+    while (logged := log.read_bytes().count(f"GET {tag}".encode())) < n:
+        dropped = int(serve.haproxy_info(proxy.run_dir)["DroppedLogs"]) - before
+        assert dropped == 0, f"HAProxy dropped {dropped} log lines ({logged} of {n} logged)"
+        assert time.monotonic() < deadline, f"{logged} of {n} requests logged"
+        time.sleep(0.2)
+    assert logged == n
+    assert int(serve.haproxy_info(proxy.run_dir)["DroppedLogs"]) == before == 0
+
+
 def test_every_log_in_the_run_folder_is_rotated_by_size(proxy):
     conf = configparser.ConfigParser(interpolation=None)
     conf.read(proxy.conf)
@@ -357,9 +415,14 @@ def test_every_log_in_the_run_folder_is_rotated_by_size(proxy):
     for name in conf.sections():
         if name.startswith("program:"):
             bounded[name] = (conf[name], "stdout_logfile")
-    assert {"program:haproxy", "program:replica-1", "program:replica-2"} <= set(bounded)
+    assert {"program:haproxy", "program:log-sink", "program:replica-1"} <= set(bounded)
     for name, (section, key) in bounded.items():
         assert section[key].startswith(str(proxy.run_dir / "log")), name
         assert section.get("redirect_stderr", "true") == "true", name  # no second, unbounded log
         assert 0 < int(section[f"{key}_maxbytes"]) <= 10 * 1024 * 1024, name
         assert 0 <= int(section[f"{key}_backups"]) <= 3, name
+    # HAProxy's access log: written and rotated by the sink (tests/test_log_sink.py: it rotates)
+    sink = dict(a.split("=", 1) for a in shlex.split(conf["program:log-sink"]["command"])[2:])
+    assert sink["--file"] == str(proxy.run_dir / "log" / "haproxy.log")
+    assert 0 < int(sink["--max-bytes"]) <= 10 * 1024 * 1024
+    assert 0 <= int(sink["--backups"]) <= 3
