@@ -355,10 +355,14 @@ def test_after_the_end_no_log_and_no_store_file_holds_the_class(server):
     finally:
         for s in sessions:
             s.close()
-    _until(
-        lambda: log.read_bytes().count(b"GET /_stcore/stream ") >= streams + 2,
-        "HAProxy logs the closed websockets",
-    )
+    try:
+        _until(
+            lambda: log.read_bytes().count(b"GET /_stcore/stream ") >= streams + 2,
+            "HAProxy logs the closed websockets",
+        )
+    except AssertionError as e:  # say whether HAProxy dropped them or never sent them
+        info = serve.haproxy_info(server.run_dir)
+        raise AssertionError(f"{e} (HAProxy's DroppedLogs: {info.get('DroppedLogs')})") from None
     needles = [code, format_code(code), token, sec.token_hash(token), *students]
     assert code in _held(folders, [code])  # the class is in Redis's append-only file
     room.end(code, token)
