@@ -573,7 +573,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"not running (run folder {s.run_dir})")
             return 1
         for p in _processes(s):
-            print(f"{p['group']}:{p['name']:<12} {p['statename']:<9} {p['description']}")
+            print(f"{p['group'] + ':' + p['name']:<22} {p['statename']:<9} {p['description']}")
         for name, state in sorted(haproxy_servers(s.run_dir).items()):
             print(f"haproxy sees {name}: {state}")
         if (dropped := haproxy_info(s.run_dir).get("DroppedLogs", "0")) != "0":
