@@ -228,6 +228,15 @@ def test_the_configs_carry_the_bind_address_and_the_public_url(tmp_path):
     assert again.url == f"http://127.0.0.1:{s.proxy_port}"  # where this machine reaches it
 
 
+def test_status_lists_every_program_and_what_the_proxy_sees(server, capsys):
+    assert serve.main(["status", "--run-dir", str(server.run_dir)]) == 0
+    rows = capsys.readouterr().out.splitlines()
+    for program in ("haproxy:haproxy", "log-sink:log-sink", "replicas:replica-1"):
+        assert any(r.split()[:2] == [program, "RUNNING"] for r in rows), rows
+    assert {f"haproxy sees {name}: UP" for name in server.names} <= set(rows)
+    assert not any("dropped" in r for r in rows)  # HAProxy's DroppedLogs is 0: said only if not
+
+
 @pytest.mark.parametrize(
     ("option", "named"),
     [("--bind=school-wifi", "--bind takes an address"), ("--public-url=ftp://x", "--public-url")],
