@@ -339,19 +339,26 @@ def _get(url: str, timeout: float = 2.0) -> int:
         return 0
 
 
-def haproxy_servers(run_dir: Path) -> dict[str, str]:
-    """HAProxy's view of each replica ('UP', 'DOWN', ...), from its stats socket; {} if unreachable."""
+def _ask_haproxy(run_dir: Path, command: str) -> str | None:
+    """HAProxy's answer to one command on its stats socket; None if unreachable."""
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
             sock.settimeout(2)
             sock.connect(str(run_dir / "haproxy.sock"))
-            sock.sendall(b"show stat\n")
+            sock.sendall(command.encode() + b"\n")
             data = b""
             while chunk := sock.recv(65536):
                 data += chunk
     except OSError:
+        return None
+    return data.decode()
+
+
+def haproxy_servers(run_dir: Path) -> dict[str, str]:
+    """HAProxy's view of each replica ('UP', 'DOWN', ...), from its stats socket; {} if unreachable."""
+    if (data := _ask_haproxy(run_dir, "show stat")) is None:
         return {}
-    rows = csv.DictReader(io.StringIO(data.decode().lstrip("# ")))
+    rows = csv.DictReader(io.StringIO(data.lstrip("# ")))
     return {
         r["svname"]: r["status"].split()[0]
         for r in rows
@@ -361,17 +368,9 @@ def haproxy_servers(run_dir: Path) -> dict[str, str]:
 
 def haproxy_info(run_dir: Path) -> dict[str, str]:
     """HAProxy's ``show info`` (its version, uptime, ``DroppedLogs``, ...); {} if unreachable."""
-    try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-            sock.settimeout(2)
-            sock.connect(str(run_dir / "haproxy.sock"))
-            sock.sendall(b"show info\n")
-            data = b""
-            while chunk := sock.recv(65536):
-                data += chunk
-    except OSError:
-        return {}
-    pairs = (line.partition(":") for line in data.decode().splitlines())
+    pairs = (
+        line.partition(":") for line in (_ask_haproxy(run_dir, "show info") or "").splitlines()
+    )
     return {k.strip(): v.strip() for k, sep, v in pairs if sep}
 
 
