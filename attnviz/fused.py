@@ -201,6 +201,17 @@ def fused_reason(x: Tensor, w: Tensor) -> str:
             )
         elif bits & native.WHOLE_ROWS and x.shape[2] > native.BLOCK_H:
             reason += "; from memory it reads its long rows whole, not in blocks of columns"
+        elif (
+            bits & native.SENTENCE_STRIPES
+            and bits & native.WHOLE_ROWS
+            and x.shape[2] > native.STRIPED_COLUMNS
+            and x.shape[1] <= native.BLOCK_ROWS
+        ):  # as csrc/long_sentences.h's striped_long_sentences
+            reason += (
+                "; its sentences are short and their rows long, so it sums each sentence a block"
+                " of columns at a time in registers, and asks for the next sentence's lines"
+                " ahead as it reads"
+            )
         elif bits & native.SENTENCE_STRIPES:
             two = native.SHORT_PAIR < x.shape[2] <= native.STRIPED_COLUMNS  # as csrc/short_rows.h
             k = "two" if two else "four"

@@ -365,6 +365,7 @@ def test_the_plans_mode_bits_and_block_are_the_kernels():
         "LONG_STRIPED_H",
         "LONG_WIDE_H",
         "LONG_WIDE_ROWS",
+        "BLOCK_ROWS",
     ):
         assert defined[name] == getattr(native, name), name
     bits = [getattr(native, name) for name in bit_names]

@@ -99,10 +99,11 @@ def test_rows_off_the_lines_give_each_sentence_the_same_bits_wherever_it_sits(
 
 
 @needs_avx512
-# longer rows (up to LONG_STRIPED_H), on the lines and off them; their sums in the L1 (past 512,
+# longer rows (up to LONG_STRIPED_H), on the lines and off them; at most BLOCK_ROWS rows in blocks
+# of registers (block_sentences), more with their sums in the L1 (past 512,
 # their lines asked for ahead as non-temporal; past 768, at most 16 rows)
 @pytest.mark.parametrize("h", [272, 300, 384, 500, 512, 528, 640, 700, 768, 800, 1000, 1024])
-@pytest.mark.parametrize("t", [1, 3, 16, 32])
+@pytest.mark.parametrize("t", [1, 3, 8, 16, 32])
 @pytest.mark.parametrize("b", [4, 7, 9, 37])
 @pytest.mark.parametrize("threads", [1, 2])
 def test_longer_rows_from_memory_give_each_sentence_the_same_bits_wherever_it_sits(

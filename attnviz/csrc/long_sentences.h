@@ -119,6 +119,77 @@ static inline __attribute__((always_inline)) void long_run(const float *restrict
     }
 }
 
+/* Sentences of at most BLOCK_ROWS rows from DRAM: each sentence alone, its columns in blocks of
+ * BLOCK_VECS vectors whose sums stay in registers over its rows, and, as each line is read, the
+ * same line of the next sentence asked for into the L2 (prefetcht1: one sentence, rows * h
+ * numbers, ahead, which a block reads again a sentence's time later). A sentence's rows are read
+ * side by side in runs of BLOCK_VECS lines, which the hardware alone keeps too few of in flight
+ * (without asking: 4096x8x1024 0.79, 2730x16x768 0.64); asked for so, its lines are in the L2 when
+ * they are read. Stripes of four sentences (long_run) keep four sentences' sums in the L1, a load
+ * and a store of them for every vector read, beside the four streams' lines: plain C, one thread,
+ * x of 128 MiB, medians of paired rounds against the read limit, long_run -> blocks (and asking
+ * into the L3, prefetcht2; into the L1, prefetcht0, lost 10-45%): 4096x8x1024 0.67-0.68 -> 0.87-0.99
+ * (0.74 -> 0.95), 8192x4x1024 0.64 -> 0.87 (0.67 -> 0.89), 4096x8x768 0.73 -> 0.89 (0.87 ->
+ * 0.96), 4681x8x896 0.78 -> 0.87 (0.83 -> 0.89), 6553x8x640 0.80 -> 0.85 (0.88 -> 0.87); for 16
+ * rows, mixed: 2048x16x1024 0.74-0.79 -> 0.83-0.91, 2730x16x768 0.84-0.86 -> 0.76-0.77
+ * (benchmarks/runs/issue32ai). The sums of each column are added row after row, as long_run adds
+ * them: the same bits. */
+#define BLOCK_ROWS 8
+#define BLOCK_VECS 8
+
+/* a[v*VL : (v+n)*VL] = the sums of those columns of the sentence at x (n <= BLOCK_VECS vectors),
+ * stored past the caches where `lines` (a on the lines: out itself), each line of its rows asked
+ * for `ahead` numbers on as it is read */
+static inline __attribute__((always_inline)) void block_sums(const float *restrict x,
+                                                            const float *restrict w,
+                                                            float *restrict a, long rows,
+                                                            long h, long v, const int n,
+                                                            long ahead, const int lines) {
+    vecf acc[BLOCK_VECS];
+    _Pragma("GCC unroll 8") for (int k = 0; k < n; k++) acc[k] = (vecf){0};
+    for (long t = 0; t < rows; t++) {
+        const vecfu *p = (const vecfu *)(x + t * h) + v;
+        const char *next = (const char *)(p) + 4 * ahead;
+        _Pragma("GCC unroll 8") for (int b = 0; b < n * VL * 4; b += 64)
+            __builtin_prefetch(next + b, 0, 2);
+        const float u = w[t];
+        _Pragma("GCC unroll 8") for (int k = 0; k < n; k++) acc[k] += u * p[k];
+    }
+    if (lines) /* as each block is done: all of a row's lines at once wait on one another */
+        _Pragma("GCC unroll 8") for (int k = 0; k < n; k++) stream_vec(a + (v + k) * VL, acc[k]);
+    else
+        _Pragma("GCC unroll 8") for (int k = 0; k < n; k++) ((vecfu *)a)[v + k] = acc[k];
+}
+
+/* out[s, :] for `count` whole sentences of at most BLOCK_ROWS rows from x, stored past the
+ * caches (stream_sums; each line whole where the rows are on the lines) */
+static void block_sentences(const float *x, const float *w, float *out, long count, long rows,
+                            long h) {
+    float a[LONG_STRIPED_H] __attribute__((aligned(64)));
+    struct line_tail tail = {{0}, out, 0};
+    const long per = rows * h, nv = h / VL;
+    const int lines = h % 16 == 0 && (uintptr_t)out % 64 == 0;
+    for (long s = 0; s < count; s++) {
+        const float *xs = x + s * per, *ws = w + s * rows;
+        float *d = out + s * h, *sums = lines ? d : a;
+        long v = 0;
+        for (; v + BLOCK_VECS <= nv; v += BLOCK_VECS)
+            block_sums(xs, ws, sums, rows, h, v, BLOCK_VECS, per, lines);
+        for (; v < nv; v++)
+            block_sums(xs, ws, sums, rows, h, v, 1, per, lines);
+        if (lines)
+            continue;
+        for (long j = nv * VL; j < h; j++) { /* rows off the vectors: the last numbers */
+            float sum = 0.0f;
+            for (long t = 0; t < rows; t++) sum += ws[t] * xs[t * h + j];
+            a[j] = sum;
+        }
+        stream_sums(d, a, h, &tail);
+    }
+    flush_tail(&tail);
+    stream_fence();
+}
+
 /* whether whole sentences of `rows` rows of h numbers are summed by striped_long_sentences (with
  * the mode's SENTENCE_STRIPES): rows longer than striped_sentences takes, at most LONG_STRIPED_H
  * (and at most LONG_WIDE_ROWS of them past LONG_WIDE_H),
@@ -133,6 +204,10 @@ static inline int stripes_long_sentences(long rows, long h) {
  * out stored past the caches where `stream` (x from DRAM: see stream_vec) */
 static void striped_long_sentences(const float *x, const float *w, float *out, long count,
                                    long rows, long h, int stream) {
+    if (stream && rows <= BLOCK_ROWS) { /* see block_sentences */
+        block_sentences(x, w, out, count, rows, h);
+        return;
+    }
     float room[4 * LONG_ROOM_STEP / 4] __attribute__((aligned(4096)));
     struct line_tail kept[4] = {{{0}, out, 0}, {{0}, out, 0}, {{0}, out, 0}, {{0}, out, 0}};
     struct line_tail *tails = stream ? kept : 0; /* each stripe's row's last line (stream_sums) */
