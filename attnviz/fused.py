@@ -199,8 +199,6 @@ def fused_reason(x: Tensor, w: Tensor) -> str:
             reason += (
                 "; its rows are long for the L1 cache, so it reads two streams of them, not four"
             )
-        elif bits & native.WHOLE_ROWS and x.shape[2] > native.BLOCK_H:
-            reason += "; from memory it reads its long rows whole, not in blocks of columns"
         elif (
             bits & native.SENTENCE_STRIPES
             and bits & native.WHOLE_ROWS
@@ -212,6 +210,8 @@ def fused_reason(x: Tensor, w: Tensor) -> str:
                 " of columns at a time in registers, and asks for the next sentence's lines"
                 " ahead as it reads"
             )
+        elif bits & native.WHOLE_ROWS and x.shape[2] > native.BLOCK_H:
+            reason += "; from memory it reads its long rows whole, not in blocks of columns"
         elif bits & native.SENTENCE_STRIPES:
             two = native.SHORT_PAIR < x.shape[2] <= native.STRIPED_COLUMNS  # as csrc/short_rows.h
             k = "two" if two else "four"

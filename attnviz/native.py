@@ -151,6 +151,10 @@ LONG_WIDE_ROWS = 16
 # (``block_sentences``: plain C, one thread, 4096x8x1024 0.67-0.74 of the read limit as stripes of
 # sentences, 0.87-0.99 so; 8192x4x1024 0.61-0.67 and 0.86-0.89; 4096x8x999 0.75 and 0.86-0.92)
 BLOCK_ROWS = 8
+# and so for rows of up to BLOCK_MAX_H numbers, past LONG_STRIPED_H too (plain C, one thread,
+# 2048x8x2001 0.66-0.71 and 0.93-1.0, 1024x8x4096 0.77-0.80 and 1.03-1.05, as four stripes of each
+# sentence's rows and so)
+BLOCK_MAX_H = 4096
 # a sentence of at most FEW_ROWS rows of more than FEW_ROWS_COLUMNS numbers, in the cache, is
 # summed two vectors of columns at a time down all its rows, the sums in registers (``few_rows``,
 # csrc/weighted_rows.c: plain C, one thread, x in the L3, 64x16x768 0.77-0.80 of the read limit
@@ -327,13 +331,14 @@ def _stripes_sentences(b: int, t: int, h: int, n: int, group: int, split: int) -
     the threads' L2, rows of at most STRIPED_COLUMNS numbers (AVX-512; off the 64-byte lines
     too where the kernel reads them by straddling loads: ``_realigns``), or from DRAM, sentences
     of at most LONG_STRIPED_ROWS rows of up to LONG_STRIPED_H numbers (LONG_WIDE_ROWS past
-    LONG_WIDE_H; on the lines or off them);
+    LONG_WIDE_H; on the lines or off them), or of at most BLOCK_ROWS rows of up to BLOCK_MAX_H;
     sentences of at most a quarter of STRIPED_NUMEL, whole sentences a unit, at least four of them
     (the kernel checks the same, but for the rows' count and where x sits)."""
     short = h <= STRIPED_COLUMNS and (h % 16 == 0 or _realigns())
+    rows = LONG_STRIPED_ROWS if h <= LONG_WIDE_H else LONG_WIDE_ROWS
     long = (
-        STRIPED_COLUMNS < h <= LONG_STRIPED_H
-        and t <= (LONG_STRIPED_ROWS if h <= LONG_WIDE_H else LONG_WIDE_ROWS)
+        h > STRIPED_COLUMNS
+        and (t <= rows if h <= LONG_STRIPED_H else h <= BLOCK_MAX_H and t <= BLOCK_ROWS)
         and not _in_llc(b * t * h)
     )
     return (

@@ -207,6 +207,8 @@ def test_the_reason_says_how_the_kernel_reads_long_rows(monkeypatch):
         blocks = "it sums each sentence a block of columns at a time in registers"
         said = fused.fused_reason(*random_inputs(64, 8, 1024, seed=4))  # 2 MiB, 8 rows a sentence
         assert (blocks in said) == (fused.native._lanes() >= 16) and short not in said
+        said = fused.fused_reason(*random_inputs(64, 4, 3000, seed=4))  # 3 MiB, rows > BLOCK_H
+        assert (blocks in said) == (fused.native._lanes() >= 16)
         said = fused.fused_reason(*random_inputs(32, 16, 1024, seed=4))  # more rows: stripes
         assert blocks not in said and (short in said) == (fused.native._lanes() >= 16)
     finally:

@@ -366,6 +366,7 @@ def test_the_plans_mode_bits_and_block_are_the_kernels():
         "LONG_WIDE_H",
         "LONG_WIDE_ROWS",
         "BLOCK_ROWS",
+        "BLOCK_MAX_H",
     ):
         assert defined[name] == getattr(native, name), name
     bits = [getattr(native, name) for name in bit_names]

@@ -124,6 +124,28 @@ def test_longer_rows_from_memory_give_each_sentence_the_same_bits_wherever_it_si
 
 
 @needs_avx512
+# rows longer than LONG_STRIPED_H, up to BLOCK_MAX_H, in sentences of at most BLOCK_ROWS rows:
+# block_sentences alone (on the lines, off them; odd T)
+@pytest.mark.parametrize("h", [1025, 1500, 2001, 2048, 4096])
+@pytest.mark.parametrize("t", [1, 3, 8])
+@pytest.mark.parametrize("b", [4, 9, 37])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_rows_past_the_stripes_limit_in_few_rows_give_each_sentence_the_same_bits(
+    h, t, b, threads, plan_as
+):
+    x, w = random_inputs(b, t, h, seed=h * 100 + t * 10 + b + threads)
+    got, bits, group = plan_as("dram")(x, w, threads)
+    striped = group >= 4  # else each sentence as four stripes of its rows (sum_rows_of)
+    assert bool(bits & native.SENTENCE_STRIPES) == striped
+    moved, _, _ = plan_as("dram")(x.roll(1, 0).contiguous(), w.roll(1, 0).contiguous(), threads)
+    assert torch.equal(moved, got.roll(1, 0))  # another place in the batch: the same sums
+    if striped and h % 16 == 0:  # one row after another, as tiles sum it in L2
+        in_l2, tiled, _ = plan_as("l2")(x, w, 1)
+        assert tiled & 3 == native.TILES and torch.equal(got, in_l2)
+    assert_close(got, attnviz.reference(x, w).float(), rtol=1e-5, atol=1e-4)
+
+
+@needs_avx512
 @pytest.mark.parametrize(
     "b, t, h",
     # a group of STRIPED_NUMEL, then 2, 2, 3, 2 and 1 left (256: two stripes of sentences)
@@ -178,8 +200,8 @@ def test_a_nan_stays_in_its_own_sentence(plan_as, h):
     [
         (16, 33, 272, "more rows than LONG_STRIPED_ROWS, longer than STRIPED_COLUMNS"),
         (16, 64, 257, "the same off the lines"),
-        (16, 8, 1025, "rows longer than LONG_STRIPED_H"),
-        (9, 3, 1999, "the same, odd T"),
+        (16, 9, 1025, "more than BLOCK_ROWS rows longer than LONG_STRIPED_H"),
+        (9, 3, 4097, "rows longer than BLOCK_MAX_H, odd T"),
         (16, 17, 800, "more rows than LONG_WIDE_ROWS, longer than LONG_WIDE_H"),
         (3, 64, 64, "fewer than four sentences"),
         (3, 16, 384, "fewer than four sentences"),
@@ -229,7 +251,10 @@ def test_the_plan_sets_the_bit_beyond_l2_only(monkeypatch):
             assert striped(8192, 16, 1024, threads) == avx512  # at most LONG_WIDE_ROWS rows
             assert not striped(4096, 32, 1024, threads)  # more, of rows longer than LONG_WIDE_H
             assert striped(4096, 32, 768, threads) == avx512
-            assert not striped(8192, 8, 1040, threads)  # rows longer than LONG_STRIPED_H
+            assert striped(8192, 8, 1040, threads) == avx512  # at most BLOCK_ROWS rows
+            assert striped(1024, 8, 4096, threads) == avx512  # up to BLOCK_MAX_H
+            assert not striped(8192, 9, 1040, threads)  # more, longer than LONG_STRIPED_H
+            assert not striped(1024, 8, 4112, threads)  # rows longer than BLOCK_MAX_H
             assert not striped(8192, 33, 384, threads)  # more rows than LONG_STRIPED_ROWS
             assert not striped(8, 64, 64, threads)  # 128 KiB, in L2
         assert kind(8, 64, 64, 1) == native.TILES

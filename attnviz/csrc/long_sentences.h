@@ -136,6 +136,14 @@ static inline __attribute__((always_inline)) void long_run(const float *restrict
  * them: the same bits. */
 #define BLOCK_ROWS 8
 #define BLOCK_VECS 8
+/* ... and so for rows of up to BLOCK_MAX_H numbers, past LONG_STRIPED_H too, where stripes of
+ * sentences do not reach (their sums would not fit in the L1), rather than four stripes of each
+ * sentence's rows (sum_rows_of, stripes.h): plain C, one thread, 128 MiB, B_PLAN mode 96 against
+ * the library's plan (mode 32): 2048x8x1500 0.69-0.75 -> 0.89-0.91, 2048x8x2001 0.66-0.71 ->
+ * 0.93-1.0, 2048x8x2048 0.68-0.72 -> 0.94-1.0, 1024x8x4096 0.77-0.80 -> 1.03-1.05, 4096x4x1500
+ * 0.57-0.61 -> 0.71-0.72; two threads 2048x8x1500 0.78 -> 1.0, 2048x8x2001 0.67 -> 0.92,
+ * 1024x8x4096 0.95 -> 0.98, 4096x4x1500 0.50 -> 0.71 (benchmarks/runs/issue32ai/wide.txt) */
+#define BLOCK_MAX_H 4096
 
 /* a[v*VL : (v+n)*VL] = the sums of those columns of the sentence at x (n <= BLOCK_VECS vectors),
  * stored past the caches where `lines` (a on the lines: out itself), each line of its rows asked
@@ -165,7 +173,7 @@ static inline __attribute__((always_inline)) void block_sums(const float *restri
  * caches (stream_sums; each line whole where the rows are on the lines) */
 static void block_sentences(const float *x, const float *w, float *out, long count, long rows,
                             long h) {
-    float a[LONG_STRIPED_H] __attribute__((aligned(64)));
+    float a[BLOCK_MAX_H] __attribute__((aligned(64))); /* the sums of rows off the lines */
     struct line_tail tail = {{0}, out, 0};
     const long per = rows * h, nv = h / VL;
     const int lines = h % 16 == 0 && (uintptr_t)out % 64 == 0;
@@ -195,7 +203,9 @@ static void block_sentences(const float *x, const float *w, float *out, long cou
  * (and at most LONG_WIDE_ROWS of them past LONG_WIDE_H),
  * sentences of at most a quarter of STRIPED_NUMEL */
 static inline int stripes_long_sentences(long rows, long h) {
-    return h > 2 * QUAD_VECS * VL && h <= LONG_STRIPED_H && 4 * rows * h <= STRIPED_NUMEL &&
+    if (h > LONG_STRIPED_H) /* block_sentences only */
+        return h <= BLOCK_MAX_H && rows <= BLOCK_ROWS && 4 * rows * h <= STRIPED_NUMEL;
+    return h > 2 * QUAD_VECS * VL && 4 * rows * h <= STRIPED_NUMEL &&
            (h <= LONG_WIDE_H || rows <= LONG_WIDE_ROWS);
 }
 
@@ -204,7 +214,7 @@ static inline int stripes_long_sentences(long rows, long h) {
  * out stored past the caches where `stream` (x from DRAM: see stream_vec) */
 static void striped_long_sentences(const float *x, const float *w, float *out, long count,
                                    long rows, long h, int stream) {
-    if (stream && rows <= BLOCK_ROWS) { /* see block_sentences */
+    if ((stream || h > LONG_STRIPED_H) && rows <= BLOCK_ROWS) { /* see block_sentences */
         block_sentences(x, w, out, count, rows, h);
         return;
     }
