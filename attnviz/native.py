@@ -146,14 +146,11 @@ LONG_STRIPED_H = 1024
 LONG_STRIPED_ROWS = 32
 LONG_WIDE_H = 768
 LONG_WIDE_ROWS = 16
-# of those, sentences of at most BLOCK_ROWS rows are summed each alone, a block of columns at a
-# time in registers, the next sentence's lines asked for into the L2 as each is read
-# (``block_sentences``: plain C, one thread, 4096x8x1024 0.67-0.74 of the read limit as stripes of
-# sentences, 0.87-0.99 so; 8192x4x1024 0.61-0.67 and 0.86-0.89; 4096x8x999 0.75 and 0.86-0.92)
+# sentences of at most BLOCK_ROWS rows of up to BLOCK_MAX_H numbers, each alone, a block of columns
+# in registers, the next sentence asked for into the L2 (``block_sentences``, csrc/long_sentences.h:
+# plain C, one thread, 4096x8x1024 0.67-0.74 of the read limit, 0.87-0.99 so; 2048x8x2001 0.66-0.71
+# and 0.93-1.0)
 BLOCK_ROWS = 8
-# and so for rows of up to BLOCK_MAX_H numbers, past LONG_STRIPED_H too (plain C, one thread,
-# 2048x8x2001 0.66-0.71 and 0.93-1.0, 1024x8x4096 0.77-0.80 and 1.03-1.05, as four stripes of each
-# sentence's rows and so)
 BLOCK_MAX_H = 4096
 # a sentence of at most FEW_ROWS rows of more than FEW_ROWS_COLUMNS numbers, in the cache, is
 # summed two vectors of columns at a time down all its rows, the sums in registers (``few_rows``,
