@@ -100,9 +100,11 @@ def test_rows_off_the_lines_give_each_sentence_the_same_bits_wherever_it_sits(
 
 @needs_avx512
 # longer rows (up to LONG_STRIPED_H), on the lines and off them; at most BLOCK_ROWS rows in blocks
-# of registers (block_sentences), more with their sums in the L1 (past 512,
+# of registers (block_sentences, up to BLOCK_MAX_H), more with their sums in the L1 (past 512,
 # their lines asked for ahead as non-temporal; past 768, at most 16 rows)
-@pytest.mark.parametrize("h", [272, 300, 384, 500, 512, 528, 640, 700, 768, 800, 1000, 1024])
+@pytest.mark.parametrize(
+    "h", [272, 300, 384, 500, 512, 528, 640, 700, 768, 800, 1000, 1024, 1025, 2001, 2048, 4096]
+)
 @pytest.mark.parametrize("t", [1, 3, 8, 16, 32])
 @pytest.mark.parametrize("b", [4, 7, 9, 37])
 @pytest.mark.parametrize("threads", [1, 2])
@@ -112,7 +114,8 @@ def test_longer_rows_from_memory_give_each_sentence_the_same_bits_wherever_it_si
     x, w = random_inputs(b, t, h, seed=h * 1000 + t * 10 + b + threads)
     got, bits, group = plan_as("dram")(x, w, threads)
     assert bits & 3 == native.STRIPES
-    striped = group >= 4 and (h <= native.LONG_WIDE_H or t <= native.LONG_WIDE_ROWS)
+    rows = native.LONG_WIDE_ROWS if h <= native.LONG_STRIPED_H else native.BLOCK_ROWS
+    striped = group >= 4 and (h <= native.LONG_WIDE_H or t <= rows)  # h <= BLOCK_MAX_H here
     assert bool(bits & native.SENTENCE_STRIPES) == striped
     if striped:  # another stripe, another place for its sums, or left over: the same sums
         moved, _, _ = plan_as("dram")(x.roll(1, 0).contiguous(), w.roll(1, 0).contiguous(), threads)
@@ -120,28 +123,6 @@ def test_longer_rows_from_memory_give_each_sentence_the_same_bits_wherever_it_si
         if h % 16 == 0:  # one row after another, as tiles sum it in L2
             in_l2, tiled, _ = plan_as("l2")(x, w, 1)
             assert tiled & 3 == native.TILES and torch.equal(got, in_l2)
-    assert_close(got, attnviz.reference(x, w).float(), rtol=1e-5, atol=1e-4)
-
-
-@needs_avx512
-# rows longer than LONG_STRIPED_H, up to BLOCK_MAX_H, in sentences of at most BLOCK_ROWS rows:
-# block_sentences alone (on the lines, off them; odd T)
-@pytest.mark.parametrize("h", [1025, 1500, 2001, 2048, 4096])
-@pytest.mark.parametrize("t", [1, 3, 8])
-@pytest.mark.parametrize("b", [4, 9, 37])
-@pytest.mark.parametrize("threads", [1, 2])
-def test_rows_past_the_stripes_limit_in_few_rows_give_each_sentence_the_same_bits(
-    h, t, b, threads, plan_as
-):
-    x, w = random_inputs(b, t, h, seed=h * 100 + t * 10 + b + threads)
-    got, bits, group = plan_as("dram")(x, w, threads)
-    striped = group >= 4  # else each sentence as four stripes of its rows (sum_rows_of)
-    assert bool(bits & native.SENTENCE_STRIPES) == striped
-    moved, _, _ = plan_as("dram")(x.roll(1, 0).contiguous(), w.roll(1, 0).contiguous(), threads)
-    assert torch.equal(moved, got.roll(1, 0))  # another place in the batch: the same sums
-    if striped and h % 16 == 0:  # one row after another, as tiles sum it in L2
-        in_l2, tiled, _ = plan_as("l2")(x, w, 1)
-        assert tiled & 3 == native.TILES and torch.equal(got, in_l2)
     assert_close(got, attnviz.reference(x, w).float(), rtol=1e-5, atol=1e-4)
 
 
