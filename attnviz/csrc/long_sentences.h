@@ -200,8 +200,8 @@ static void block_sentences(const float *x, const float *w, float *out, long cou
 
 /* whether whole sentences of `rows` rows of h numbers are summed by striped_long_sentences (with
  * the mode's SENTENCE_STRIPES): rows longer than striped_sentences takes, at most LONG_STRIPED_H
- * (and at most LONG_WIDE_ROWS of them past LONG_WIDE_H),
- * sentences of at most a quarter of STRIPED_NUMEL */
+ * (and at most LONG_WIDE_ROWS of them past LONG_WIDE_H), or at most BLOCK_ROWS rows of up to
+ * BLOCK_MAX_H (block_sentences), sentences of at most a quarter of STRIPED_NUMEL */
 static inline int stripes_long_sentences(long rows, long h) {
     if (h > LONG_STRIPED_H) /* block_sentences only */
         return h <= BLOCK_MAX_H && rows <= BLOCK_ROWS && 4 * rows * h <= STRIPED_NUMEL;
