@@ -146,10 +146,8 @@ LONG_STRIPED_H = 1024
 LONG_STRIPED_ROWS = 32
 LONG_WIDE_H = 768
 LONG_WIDE_ROWS = 16
-# sentences of at most BLOCK_ROWS rows of up to BLOCK_MAX_H numbers, each alone, a block of columns
-# in registers, the next sentence asked for into the L2 (``block_sentences``, csrc/long_sentences.h:
-# plain C, one thread, 4096x8x1024 0.67-0.74 of the read limit, 0.87-0.99 so; 2048x8x2001 0.66-0.71
-# and 0.93-1.0)
+# sentences of at most BLOCK_ROWS rows of up to BLOCK_MAX_H numbers: each alone, blocks of columns in
+# registers, the next sentence asked for ahead (``block_sentences``: long_sentences.h has the numbers)
 BLOCK_ROWS = 8
 BLOCK_MAX_H = 4096
 # a sentence of at most FEW_ROWS rows of more than FEW_ROWS_COLUMNS numbers, in the cache, is
